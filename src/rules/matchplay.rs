@@ -1,0 +1,103 @@
+//! Who starts and the Tavli match (RULES.md R2).
+
+use super::position::RulesError;
+use super::types::{Outcome, Side, Variant};
+
+/// The result of an opening roll: one die each (R2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OpeningRoll {
+    /// The side with the higher die starts, rolling two fresh dice.
+    Starts(Side),
+    /// Equal dice: roll again.
+    RollAgain,
+}
+
+/// R2: the higher die starts; equal dice roll again. Errors name `white_die` or
+/// `black_die` when outside 1..6.
+pub fn resolve_opening_roll(white_die: u8, black_die: u8) -> Result<OpeningRoll, RulesError> {
+    for (field, v) in [("white_die", white_die), ("black_die", black_die)] {
+        if !(1..=6).contains(&v) {
+            return Err(RulesError::invalid(
+                field,
+                format!("die must be 1..6, got {v}"),
+            ));
+        }
+    }
+    Ok(match white_die.cmp(&black_die) {
+        std::cmp::Ordering::Greater => OpeningRoll::Starts(Side::White),
+        std::cmp::Ordering::Less => OpeningRoll::Starts(Side::Black),
+        std::cmp::Ordering::Equal => OpeningRoll::RollAgain,
+    })
+}
+
+/// The state of a Tavli match between games (R2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MatchState {
+    /// Points needed to win the match (any positive number; 3, 5, 7 usual).
+    pub length: u32,
+    /// Points per side, indexed by [`Side::index`].
+    pub score: [u32; 2],
+    /// The variant of the next game (Portes → Plakoto → Fevga → Portes ...).
+    pub variant: Variant,
+    /// Who starts the next game; `None` when an opening roll is needed (new match or
+    /// after a draw).
+    pub starter: Option<Side>,
+    /// Games finished so far.
+    pub games_played: u32,
+    /// Set when the match is over.
+    pub winner: Option<Side>,
+}
+
+impl MatchState {
+    /// A new match of `length` points starting with Portes. Errors (field `length`)
+    /// when `length` is 0.
+    pub fn new(length: u32) -> Result<MatchState, RulesError> {
+        if length == 0 {
+            return Err(RulesError::invalid(
+                "length",
+                "match length must be at least 1",
+            ));
+        }
+        Ok(MatchState {
+            length,
+            score: [0, 0],
+            variant: Variant::Portes,
+            starter: None,
+            games_played: 0,
+            winner: None,
+        })
+    }
+
+    /// The state after the current game ended with `outcome` (R2): points added, the
+    /// next variant in the cycle, the winner starts the next game (an opening roll
+    /// after a draw), the match over when a side reaches the length. Errors (field
+    /// `match`) when the match is already over or the state is inconsistent.
+    pub fn advance(&self, outcome: &Outcome) -> Result<MatchState, RulesError> {
+        if self.length == 0 {
+            return Err(RulesError::invalid(
+                "match.length",
+                "match length must be at least 1",
+            ));
+        }
+        if self.winner.is_some() || self.score.iter().any(|&s| s >= self.length) {
+            return Err(RulesError::invalid("match", "the match is already over"));
+        }
+        if outcome.points > 2 || (outcome.winner.is_none() != (outcome.points == 0)) {
+            return Err(RulesError::invalid(
+                "outcome",
+                "a win scores 1 or 2 points and a draw 0",
+            ));
+        }
+        let mut next = *self;
+        next.games_played += 1;
+        next.variant = self.variant.next_in_match();
+        next.starter = outcome.winner;
+        if let Some(w) = outcome.winner {
+            next.score[w.index()] += outcome.points as u32;
+            if next.score[w.index()] >= self.length {
+                next.winner = Some(w);
+            }
+        }
+        Ok(next)
+    }
+}

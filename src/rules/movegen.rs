@@ -1,0 +1,418 @@
+//! Legal plays: every rule of RULES.md about moving checkers lives in this file.
+//!
+//! - [`for_each_step`]: one checker moved by one die (R3 intermediate landings, R4 bar
+//!   and hitting, R5.1–R5.3 pins, R5.5 mother, R6 bearing off, R8.1–R8.3 Fevga).
+//! - [`generate`]: whole plays by levels, one level per die, with duplicates removed
+//!   at every level (R3: plays are distinct by resulting position). Maximum dice and
+//!   larger die (R3) fall out of taking the deepest level; R8.4 (must open) filters
+//!   complete sequences.
+//!
+//! Boards are mover-relative ([`Board`]); the caller mirrors them to pass the turn.
+
+use super::board::{bear_off_win, Board, RelOutcome, BAR, OFF};
+use super::position::CHECKERS;
+use super::types::{Dice, Variant};
+use std::cell::RefCell;
+use std::collections::HashSet;
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// One checker moved by one die, in the mover's own numbering: `from` 25 = bar,
+/// `to` 0 = off.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct RawMove {
+    pub from: u8,
+    pub to: u8,
+    pub die: u8,
+    /// Hit (Portes) or pin (Plakoto).
+    pub hit: bool,
+}
+
+/// A legal play: the board after it (not mirrored: still the mover's view), its moves
+/// in a legal order, and the outcome if it ended the game.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RawPlay {
+    pub board: Board,
+    pub moves: [RawMove; 4],
+    pub len: u8,
+    pub outcome: Option<RelOutcome>,
+}
+
+impl RawPlay {
+    /// The moves actually played.
+    pub fn moves(&self) -> &[RawMove] {
+        &self.moves[..self.len as usize]
+    }
+
+    fn root(board: Board) -> RawPlay {
+        RawPlay {
+            board,
+            moves: [RawMove::default(); 4],
+            len: 0,
+            outcome: None,
+        }
+    }
+
+    #[inline]
+    fn child(&self, board: Board, mv: RawMove, outcome: Option<RelOutcome>) -> RawPlay {
+        let mut moves = self.moves;
+        moves[self.len as usize] = mv;
+        RawPlay {
+            board,
+            moves,
+            len: self.len + 1,
+            outcome,
+        }
+    }
+}
+
+/// Whether the mover may land on own point `to` (1..=24).
+/// R4 Portes: closed by 2+ opposing checkers. R5.3 Plakoto: closed by 2+ opposing
+/// checkers or by one opposing checker that pins one of the mover's. R8.1 Fevga:
+/// closed by any opposing checker.
+#[inline]
+fn is_open(variant: Variant, b: &Board, to: usize) -> bool {
+    match variant {
+        Variant::Portes => b.opp[to] < 2,
+        Variant::Plakoto => b.opp[to] < 2 && b.own_pinned >> to & 1 == 0,
+        Variant::Fevga => b.opp[to] == 0,
+    }
+}
+
+/// R8.2: while the mover has 14 checkers on its start (own 24) and its other checker
+/// stands on own 12..=23, only that checker may move. Returns its point.
+#[inline]
+fn fevga_runner(b: &Board) -> Option<usize> {
+    if b.own[24] != CHECKERS - 1 {
+        return None;
+    }
+    (12..=23).rev().find(|&p| b.own[p] > 0)
+}
+
+/// R8.3: the mover holds all six points of its own start quarter (own 19..=24).
+#[inline]
+fn fevga_start_prime(b: &Board) -> bool {
+    b.own[19..=24].iter().all(|&n| n > 0)
+}
+
+/// Calls `f(board, move, outcome)` for every legal single move of one checker by `die`.
+///
+/// Rules applied here, per single die: bar first (R4), closed points (R4, R5.3,
+/// R8.1), hitting (R4) and pinning (R5.1) with release when the last pinner leaves
+/// (R5.2), bearing off only with all checkers home, exact die or larger die from the
+/// highest occupied point, pinned checkers counting (R6, R5.4), the Fevga first
+/// checker (R8.2) and start-quarter prime (R8.3), and the end of the game: 15 off
+/// (R7) or the mother rule checked after every checker move (R5.5).
+#[inline]
+pub fn for_each_step(
+    variant: Variant,
+    b: &Board,
+    die: u8,
+    mut f: impl FnMut(Board, RawMove, Option<RelOutcome>),
+) {
+    let die_u = die as usize;
+    // Sources: the bar when it holds checkers (R4), the Fevga runner (R8.2), or all.
+    let (lo, hi) = if b.own[BAR] > 0 {
+        (BAR, BAR)
+    } else if let Some(p) = (variant == Variant::Fevga)
+        .then(|| fevga_runner(b))
+        .flatten()
+    {
+        (p, p)
+    } else {
+        (1, 24)
+    };
+    // Highest occupied own point, pinned checkers and the bar included (R6, R5.4).
+    let mut highest = 0;
+    for i in (1..=BAR).rev() {
+        if b.own[i] > 0 {
+            highest = i;
+            break;
+        }
+    }
+    if b.own_pinned != 0 {
+        highest = highest.max(31 - b.own_pinned.leading_zeros() as usize);
+    }
+    let all_home = highest <= 6;
+
+    for from in (lo..=hi).rev() {
+        if b.own[from] == 0 {
+            continue;
+        }
+        let mut nb = *b;
+        nb.own[from] -= 1;
+        let mut hit = false;
+        let to = if from > die_u {
+            let to = from - die_u;
+            if !is_open(variant, b, to) {
+                continue;
+            }
+            if b.opp[to] == 1 {
+                match variant {
+                    Variant::Portes => {
+                        nb.opp[to] = 0;
+                        nb.opp[BAR] += 1;
+                        hit = true;
+                    }
+                    Variant::Plakoto => {
+                        nb.opp[to] = 0;
+                        nb.opp_pinned |= 1 << to;
+                        hit = true;
+                    }
+                    Variant::Fevga => {}
+                }
+            }
+            nb.own[to] += 1;
+            to
+        } else {
+            // Bearing off (R6): all home; exact die, or a larger die from the highest.
+            if !all_home || (from < die_u && from != highest) {
+                continue;
+            }
+            nb.own[OFF] += 1;
+            OFF
+        };
+        if variant == Variant::Plakoto && nb.own[from] == 0 && nb.opp_pinned >> from & 1 == 1 {
+            // R5.2: the last pinning checker left: the pinned checker is free again.
+            nb.opp_pinned &= !(1 << from);
+            nb.opp[from] += 1;
+        }
+        if variant == Variant::Fevga && fevga_start_prime(&nb) {
+            continue; // R8.3, checked after every single die.
+        }
+        let outcome = if nb.own[OFF] == CHECKERS {
+            Some(bear_off_win(nb.opp[OFF]))
+        } else if variant == Variant::Plakoto {
+            nb.mother_result()
+        } else {
+            None
+        };
+        let mv = RawMove {
+            from: from as u8,
+            to: to as u8,
+            die,
+            hit,
+        };
+        f(nb, mv, outcome);
+    }
+}
+
+/// R8.4: if all 15 opposing checkers stand on one point and the six points in front
+/// of them (in their direction) are all the mover's, returns those six own points.
+fn fevga_trapped_prime(b: &Board) -> Option<[usize; 6]> {
+    let x = (1..=24).find(|&i| b.opp[i] == CHECKERS)?;
+    // The opponent moves to lower own indices with wrap-around (both sides run the
+    // same way in Fevga); it needs six points before its home ends.
+    let opp_own = super::board::flip_index(Variant::Fevga, x);
+    if opp_own < 7 {
+        return None;
+    }
+    let mut pts = [0; 6];
+    for (k, p) in pts.iter_mut().enumerate() {
+        *p = (x + 24 - k - 2) % 24 + 1;
+    }
+    pts.iter().all(|&p| b.own[p] > 0).then_some(pts)
+}
+
+/// A fast hasher for boards (FxHash's multiply-rotate over 8-byte words).
+#[derive(Default)]
+struct BoardHasher(u64);
+
+impl Hasher for BoardHasher {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            let w = u64::from_le_bytes(c.try_into().unwrap());
+            self.0 = (self.0.rotate_left(5) ^ w).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+        }
+        for &x in chunks.remainder() {
+            self.0 = (self.0.rotate_left(5) ^ x as u64).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+        }
+    }
+    #[inline]
+    fn write_u32(&mut self, i: u32) {
+        self.0 = (self.0.rotate_left(5) ^ i as u64).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+    #[inline]
+    fn write_usize(&mut self, _len: usize) {
+        // Array lengths are constant: nothing to mix in.
+    }
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type BoardSet = HashSet<Board, BuildHasherDefault<BoardHasher>>;
+
+/// Reusable buffers so that generation allocates nothing once warmed up.
+#[derive(Default)]
+struct Scratch {
+    levels: [Vec<RawPlay>; 5],
+    seen: BoardSet,
+}
+
+thread_local! {
+    static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
+}
+
+/// Expands every node of `from` by `die` into `to`, removing duplicates when `dedupe`.
+/// Nodes whose game is over are not expanded. Returns nothing; `to` is appended.
+#[inline]
+fn expand_level(
+    variant: Variant,
+    from: &[RawPlay],
+    die: u8,
+    to: &mut Vec<RawPlay>,
+    seen: &mut BoardSet,
+    dedupe: bool,
+) {
+    for node in from {
+        if node.outcome.is_some() {
+            continue;
+        }
+        for_each_step(variant, &node.board, die, |nb, mv, outcome| {
+            if !dedupe || seen.insert(nb) {
+                to.push(node.child(nb, mv, outcome));
+            }
+        });
+    }
+}
+
+/// All legal plays of `board` (the mover's view) with `dice`, appended to `out`.
+///
+/// One play per distinct resulting board (R3). No legal move gives exactly one play
+/// with no moves (a pass). Boards in `out` are not mirrored. The caller must not pass
+/// a board whose game is already over (R9).
+pub fn generate(variant: Variant, board: &Board, dice: Dice, out: &mut Vec<RawPlay>) {
+    if variant == Variant::Fevga {
+        if let Some(prime) = fevga_trapped_prime(board) {
+            generate_must_open(variant, board, dice, &prime, out);
+            return;
+        }
+    }
+    SCRATCH.with(|s| {
+        let s = &mut *s.borrow_mut();
+        let root = RawPlay::root(*board);
+        if dice.is_double() {
+            let d = dice.die1();
+            let levels = &mut s.levels;
+            levels[0].clear();
+            levels[0].push(root);
+            let mut deepest = 0;
+            for k in 1..=4 {
+                let (prev, next) = levels.split_at_mut(k);
+                let (prev, next) = (&prev[k - 1], &mut next[0]);
+                next.clear();
+                s.seen.clear();
+                // Level 1 cannot hold duplicates: each source gives a different board.
+                expand_level(variant, prev, d, next, &mut s.seen, k > 1);
+                if next.is_empty() {
+                    break;
+                }
+                deepest = k;
+            }
+            // Maximum dice (R3): the deepest level; a game end before it played fewer.
+            out.extend_from_slice(&levels[deepest]);
+        } else {
+            let (high, low) = (dice.high(), dice.low());
+            let [l0, l_high, l_low, l2, _] = &mut s.levels;
+            l0.clear();
+            l0.push(root);
+            l_high.clear();
+            l_low.clear();
+            l2.clear();
+            s.seen.clear();
+            expand_level(variant, l0, high, l_high, &mut s.seen, false);
+            expand_level(variant, l0, low, l_low, &mut s.seen, false);
+            expand_level(variant, l_high, low, l2, &mut s.seen, true);
+            expand_level(variant, l_low, high, l2, &mut s.seen, true);
+            // Both dice if possible, else the larger, else the smaller, else pass (R3).
+            let plays = [&*l2, &*l_high, &*l_low, &*l0]
+                .into_iter()
+                .find(|l| !l.is_empty())
+                .expect("level 0 holds the root");
+            out.extend_from_slice(plays);
+        }
+    });
+}
+
+/// R8.4: complete sequences that break the trapping prime are preferred; among them
+/// (or among all, when none breaks it) maximum dice and larger die apply (R3).
+fn generate_must_open(
+    variant: Variant,
+    board: &Board,
+    dice: Dice,
+    prime: &[usize; 6],
+    out: &mut Vec<RawPlay>,
+) {
+    let dice_seq: Vec<u8> = if dice.is_double() {
+        vec![dice.die1(); 4]
+    } else {
+        vec![dice.high(), dice.low()]
+    };
+    // Depth-first over every order; each terminal (complete sequence) is recorded with
+    // whether it used the larger die first-or-only.
+    let mut terminals: Vec<(RawPlay, bool)> = Vec::new();
+    fn rec(
+        variant: Variant,
+        node: RawPlay,
+        remaining: &[u8],
+        used_high: bool,
+        high: u8,
+        terminals: &mut Vec<(RawPlay, bool)>,
+    ) {
+        let mut any = false;
+        if node.outcome.is_none() {
+            let mut tried = [false; 7];
+            for (k, &die) in remaining.iter().enumerate() {
+                if tried[die as usize] {
+                    continue;
+                }
+                tried[die as usize] = true;
+                let mut rest: Vec<u8> = remaining.to_vec();
+                rest.remove(k);
+                for_each_step(variant, &node.board, die, |nb, mv, outcome| {
+                    any = true;
+                    rec(
+                        variant,
+                        node.child(nb, mv, outcome),
+                        &rest,
+                        used_high || die == high,
+                        high,
+                        terminals,
+                    );
+                });
+            }
+        }
+        if !any {
+            terminals.push((node, used_high));
+        }
+    }
+    rec(
+        variant,
+        RawPlay::root(*board),
+        &dice_seq,
+        false,
+        dice.high(),
+        &mut terminals,
+    );
+    let breaks = |p: &RawPlay| prime.iter().any(|&i| p.board.own[i] == 0);
+    if terminals.iter().any(|(p, _)| breaks(p)) {
+        terminals.retain(|(p, _)| breaks(p));
+    }
+    let max_len = terminals.iter().map(|(p, _)| p.len).max().unwrap_or(0);
+    terminals.retain(|(p, _)| p.len == max_len);
+    if !dice.is_double() && max_len == 1 && terminals.iter().any(|(_, h)| *h) {
+        terminals.retain(|(_, h)| *h);
+    }
+    SCRATCH.with(|s| {
+        let s = &mut *s.borrow_mut();
+        s.seen.clear();
+        for (p, _) in terminals {
+            if s.seen.insert(p.board) {
+                out.push(p);
+            }
+        }
+    });
+}

@@ -1,0 +1,164 @@
+//! Backgammon move notation in the mover's **own numbering**, as players write it:
+//! `24/18 13/11*`, `bar/22`, `6/off`, `8/5(2)`, `13/10*/5`, `pass`.
+//!
+//! Grammar (whitespace separates items; case-insensitive):
+//! ```text
+//! play    = "pass" | "" | item *( " " item )
+//! item    = chain [ "(" count ")" ]          ; count 1..4: the chain played count times
+//! chain   = place 1*( "/" place )            ; one checker's path
+//! place   = ( "bar" | "off" | point ) [ "*" ]  ; point 1..24, own numbering; "*" = hit or pin there
+//! ```
+//! A step of a chain may use one die or several: `13/7` with 4-2 is accepted when one
+//! of the two ways is legal without hitting on the unwritten intermediate point.
+
+use super::movegen::RawMove;
+use super::position::RulesError;
+
+/// One written step of a chain: a checker goes from `from` to `to` (own numbering,
+/// 25 = bar, 0 = off), possibly with several dice; `hit` when `*` was written at `to`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Segment {
+    pub from: u8,
+    pub to: u8,
+    pub hit: bool,
+    /// The die, when known (moves given one die at a time); `None` for notation.
+    pub die: Option<u8>,
+}
+
+fn parse_place(s: &str, item: &str) -> Result<(u8, bool), RulesError> {
+    let (body, hit) = match s.strip_suffix('*') {
+        Some(b) => (b, true),
+        None => (s, false),
+    };
+    let place = match body.to_ascii_lowercase().as_str() {
+        "bar" | "b" => 25,
+        "off" | "o" => 0,
+        n => match n.parse::<u8>() {
+            Ok(v) if (1..=24).contains(&v) => v,
+            _ => {
+                return Err(RulesError::invalid(
+                    "play",
+                    format!("{item:?}: {body:?} is not a point 1..24, bar or off"),
+                ))
+            }
+        },
+    };
+    Ok((place, hit))
+}
+
+/// Parses move notation into segments in written order (see the module grammar).
+/// Errors name the field `play` and the offending item.
+pub fn parse(text: &str) -> Result<Vec<Segment>, RulesError> {
+    let mut out = Vec::new();
+    let t = text.trim();
+    if t.is_empty() || t.eq_ignore_ascii_case("pass") {
+        return Ok(out);
+    }
+    for item in t.split_whitespace() {
+        let (chain, count) = match item.strip_suffix(')') {
+            Some(rest) => {
+                let open = rest.rfind('(').ok_or_else(|| {
+                    RulesError::invalid("play", format!("{item:?}: unbalanced parenthesis"))
+                })?;
+                let n: usize = rest[open + 1..].parse().map_err(|_| {
+                    RulesError::invalid("play", format!("{item:?}: bad repeat count"))
+                })?;
+                if !(1..=4).contains(&n) {
+                    return Err(RulesError::invalid(
+                        "play",
+                        format!("{item:?}: repeat count must be 1..4"),
+                    ));
+                }
+                (&rest[..open], n)
+            }
+            None => (item, 1),
+        };
+        let places: Vec<&str> = chain.split('/').collect();
+        if places.len() < 2 {
+            return Err(RulesError::invalid(
+                "play",
+                format!("{item:?}: expected from/to such as 24/18"),
+            ));
+        }
+        let mut parsed = Vec::with_capacity(places.len());
+        for p in &places {
+            parsed.push(parse_place(p, item)?);
+        }
+        for _ in 0..count {
+            for w in parsed.windows(2) {
+                let ((from, _), (to, hit)) = (w[0], w[1]);
+                if from == 0 || to == 25 || (from != 25 && to != 0 && to >= from) {
+                    return Err(RulesError::invalid(
+                        "play",
+                        format!("{item:?}: a checker moves from a higher point to a lower one, bar first, off last"),
+                    ));
+                }
+                out.push(Segment {
+                    from,
+                    to,
+                    hit,
+                    die: None,
+                });
+            }
+        }
+        if out.len() > 4 {
+            return Err(RulesError::invalid(
+                "play",
+                format!("{text:?}: more than four moves"),
+            ));
+        }
+    }
+    Ok(out)
+}
+
+fn place_name(p: u8) -> String {
+    match p {
+        25 => "bar".to_string(),
+        0 => "off".to_string(),
+        n => n.to_string(),
+    }
+}
+
+/// Formats moves (own numbering) as notation: one chain per checker with every landing
+/// point written (`13/7/1`), `*` where it hit or pinned, identical chains grouped
+/// (`24/18(2)`), chains in the order they were first played, `pass` for no move.
+pub fn format(moves: &[RawMove]) -> String {
+    if moves.is_empty() {
+        return "pass".to_string();
+    }
+    // Each chain: points visited and the hit flag of each landing.
+    let mut chains: Vec<Vec<(u8, bool)>> = Vec::new();
+    for m in moves {
+        let ext = chains
+            .iter_mut()
+            .rev()
+            .find(|c| c.last().map(|l| l.0) == Some(m.from) && m.from != 0);
+        match ext {
+            Some(c) => c.push((m.to, m.hit)),
+            None => chains.push(vec![(m.from, false), (m.to, m.hit)]),
+        }
+    }
+    let mut groups: Vec<(Vec<(u8, bool)>, usize)> = Vec::new();
+    for c in chains {
+        match groups.iter_mut().find(|g| g.0 == c) {
+            Some(g) => g.1 += 1,
+            None => groups.push((c, 1)),
+        }
+    }
+    let items: Vec<String> = groups
+        .iter()
+        .map(|(c, n)| {
+            let path: Vec<String> = c
+                .iter()
+                .map(|&(p, hit)| format!("{}{}", place_name(p), if hit { "*" } else { "" }))
+                .collect();
+            let path = path.join("/");
+            if *n > 1 {
+                format!("{path}({n})")
+            } else {
+                path
+            }
+        })
+        .collect();
+    items.join(" ")
+}

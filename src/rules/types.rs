@@ -1,0 +1,246 @@
+//! Small value types shared by the whole rules core: variant, side, dice, moves and
+//! game outcomes. Points are always in **printed numbering** (RULES.md R1: 1..24 from
+//! White's side) unless a name says "own".
+
+use std::fmt;
+
+/// The three Tavli games (RULES.md R1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Variant {
+    /// Backgammon without the cube and without triple games (R4).
+    Portes,
+    /// Pinning instead of hitting, the mother rule (R5).
+    Plakoto,
+    /// Both sides run the same way; one checker closes a point (R8).
+    Fevga,
+}
+
+impl Variant {
+    /// All variants in the Tavli match order (R2): Portes → Plakoto → Fevga.
+    pub const ALL: [Variant; 3] = [Variant::Portes, Variant::Plakoto, Variant::Fevga];
+
+    /// Lower-case name used in Position IDs and on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Variant::Portes => "portes",
+            Variant::Plakoto => "plakoto",
+            Variant::Fevga => "fevga",
+        }
+    }
+
+    /// Parses a lower-case or capitalised variant name (`portes`, `Plakoto`, ...).
+    pub fn from_name(s: &str) -> Option<Variant> {
+        match s.to_ascii_lowercase().as_str() {
+            "portes" => Some(Variant::Portes),
+            "plakoto" => Some(Variant::Plakoto),
+            "fevga" => Some(Variant::Fevga),
+            _ => None,
+        }
+    }
+
+    /// The next game of a Tavli match (R2): Portes → Plakoto → Fevga → Portes.
+    pub fn next_in_match(self) -> Variant {
+        match self {
+            Variant::Portes => Variant::Plakoto,
+            Variant::Plakoto => Variant::Fevga,
+            Variant::Fevga => Variant::Portes,
+        }
+    }
+}
+
+impl fmt::Display for Variant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A player. White moves from printed 24 towards printed 1 in every variant (R1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Side {
+    White,
+    Black,
+}
+
+impl Side {
+    /// The other side.
+    pub fn opponent(self) -> Side {
+        match self {
+            Side::White => Side::Black,
+            Side::Black => Side::White,
+        }
+    }
+
+    /// 0 for White, 1 for Black: the index into per-side arrays such as
+    /// [`Position::bar`](crate::rules::Position::bar).
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    /// Lower-case name: `white` or `black`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Side::White => "white",
+            Side::Black => "black",
+        }
+    }
+}
+
+impl fmt::Display for Side {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A roll of two dice, each 1..=6. A double gives four moves of its number (R3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Dice {
+    die1: u8,
+    die2: u8,
+}
+
+impl Dice {
+    /// Builds a roll; errors name the die (`dice.die1`/`dice.die2`) and the reason (R9).
+    pub fn new(die1: u8, die2: u8) -> Result<Dice, crate::rules::RulesError> {
+        for (field, v) in [("dice.die1", die1), ("dice.die2", die2)] {
+            if !(1..=6).contains(&v) {
+                return Err(crate::rules::RulesError::invalid(
+                    field,
+                    format!("die must be 1..6, got {v}"),
+                ));
+            }
+        }
+        Ok(Dice { die1, die2 })
+    }
+
+    /// The first die as given.
+    pub fn die1(self) -> u8 {
+        self.die1
+    }
+
+    /// The second die as given.
+    pub fn die2(self) -> u8 {
+        self.die2
+    }
+
+    /// The larger die.
+    pub fn high(self) -> u8 {
+        self.die1.max(self.die2)
+    }
+
+    /// The smaller die.
+    pub fn low(self) -> u8 {
+        self.die1.min(self.die2)
+    }
+
+    /// True for a double (four moves).
+    pub fn is_double(self) -> bool {
+        self.die1 == self.die2
+    }
+
+    /// All 21 distinct rolls, `high >= low`, doubles included, in the order
+    /// 1-1, 2-1, 2-2, 3-1, ... 6-6 (the order of the GNU Backgammon golden data).
+    pub fn all_rolls() -> [Dice; 21] {
+        let mut out = [Dice { die1: 1, die2: 1 }; 21];
+        let mut i = 0;
+        for a in 1..=6u8 {
+            for b in 1..=a {
+                out[i] = Dice { die1: a, die2: b };
+                i += 1;
+            }
+        }
+        out
+    }
+
+    /// Parses `6-5`, `65` or `6,5`.
+    pub fn parse(s: &str) -> Result<Dice, crate::rules::RulesError> {
+        let digits: Vec<u8> = s
+            .trim()
+            .chars()
+            .filter(|c| !matches!(c, '-' | ',' | ' ' | 'x'))
+            .map(|c| c.to_digit(10).map(|d| d as u8).unwrap_or(255))
+            .collect();
+        if digits.len() != 2 {
+            return Err(crate::rules::RulesError::invalid(
+                "dice",
+                format!("expected two dice such as 6-5, got {s:?}"),
+            ));
+        }
+        Dice::new(digits[0], digits[1])
+    }
+}
+
+impl fmt::Display for Dice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}-{}", self.die1, self.die2)
+    }
+}
+
+/// Where a move starts or ends, in printed numbering.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Location {
+    /// The mover's bar (Portes only, R4).
+    Bar,
+    /// A point 1..=24 in printed numbering (R1).
+    Point(u8),
+    /// Borne off (R6).
+    Off,
+}
+
+/// One checker moved by one die.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Move {
+    /// Start, printed numbering ([`Location::Bar`] when entering).
+    pub from: Location,
+    /// End, printed numbering ([`Location::Off`] when bearing off).
+    pub to: Location,
+    /// The die played, 1..=6.
+    pub die: u8,
+    /// True when the move hit a blot (Portes, R4) or pinned a checker (Plakoto, R5.1).
+    pub hit: bool,
+}
+
+/// Why a game ended (RULES.md R5.5, R7).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum OutcomeReason {
+    /// The winner bore off all 15 and the loser had borne off at least one: 1 point (R7).
+    BoreOff,
+    /// The winner bore off all 15 before the loser bore off any: 2 points (R7).
+    Mars,
+    /// Plakoto: the loser's mother was pinned while the winner had no checker on its
+    /// own start point: 2 points (R5.5).
+    MotherPinned,
+    /// Plakoto: both mothers pinned: a draw, 0 points (R5.5).
+    BothMothersPinned,
+}
+
+impl OutcomeReason {
+    /// Short stable name: `bore_off`, `mars`, `mother_pinned`, `both_mothers_pinned`.
+    pub fn name(self) -> &'static str {
+        match self {
+            OutcomeReason::BoreOff => "bore_off",
+            OutcomeReason::Mars => "mars",
+            OutcomeReason::MotherPinned => "mother_pinned",
+            OutcomeReason::BothMothersPinned => "both_mothers_pinned",
+        }
+    }
+}
+
+/// The result of a finished game.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Outcome {
+    /// The winner, or `None` for a draw (R5.5).
+    pub winner: Option<Side>,
+    /// Points won: 1, 2 (mars or mother win), or 0 for a draw (R7).
+    pub points: u8,
+    /// Why the game ended.
+    pub reason: OutcomeReason,
+}
+
+impl fmt::Display for Outcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.winner {
+            Some(w) => write!(f, "{w} wins {} ({})", self.points, self.reason.name()),
+            None => write!(f, "draw ({})", self.reason.name()),
+        }
+    }
+}
