@@ -2,5 +2,7 @@
 //! served over gRPC.
 //!
 //! - [`rules`]: the pure rules core (RULES.md R1–R9).
+//! - [`eval`]: position evaluation (bear-off database, neural nets, n-ply).
 
+pub mod eval;
 pub mod rules;

@@ -1,0 +1,133 @@
+//! Position evaluation (cubeless, for the side to move, before rolling).
+//!
+//! The contract used by the service and the tools. Implementations live in the
+//! sub-modules (bear-off database, neural nets, baselines, n-ply search).
+
+use crate::rules::board::Board;
+use crate::rules::{Dice, Play, Position, RulesError, Variant};
+use std::time::Instant;
+
+/// Outcome probabilities for the side to move, each in `[0, 1]`.
+///
+/// Consistent: `win_mars <= win`, `lose_mars <= lose()`, `win + lose() + draw == 1`.
+/// A "mars" is any 2-point result: a mars (R7) or a Plakoto mother win (R5.5).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Probabilities {
+    /// Probability that the side to move wins (1 or 2 points).
+    pub win: f32,
+    /// Probability that the side to move wins 2 points.
+    pub win_mars: f32,
+    /// Probability that the side to move loses 2 points.
+    pub lose_mars: f32,
+    /// Probability of a draw (Plakoto only, R5.5; 0 elsewhere).
+    pub draw: f32,
+}
+
+impl Probabilities {
+    /// Probability that the side to move loses: `1 - win - draw`.
+    pub fn lose(&self) -> f32 {
+        (1.0 - self.win - self.draw).max(0.0)
+    }
+
+    /// Cubeless Tavli equity in points for the side to move, in `[-2, 2]`:
+    /// `win + win_mars - lose - lose_mars` (a mars counts 2, no 3-point games, R7).
+    pub fn equity(&self) -> f32 {
+        self.win + self.win_mars - self.lose() - self.lose_mars
+    }
+
+    /// The same probabilities seen by the other side.
+    pub fn flip(&self) -> Probabilities {
+        Probabilities {
+            win: self.lose(),
+            win_mars: self.lose_mars,
+            lose_mars: self.win_mars,
+            draw: self.draw,
+        }
+    }
+}
+
+/// A static evaluator of mover-relative boards whose game is not over.
+pub trait Evaluator: Send + Sync {
+    /// Probabilities for the side to move of `board` (before it rolls).
+    fn eval_board(&self, variant: Variant, board: &Board) -> Probabilities;
+    /// A short name with version, e.g. `net-portes-v1`, `bearoff-exact`, `pubeval`.
+    fn name(&self, variant: Variant) -> String;
+}
+
+/// Errors of evaluation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EvalError {
+    /// Bad input or a finished game (see [`RulesError`]).
+    Rules(RulesError),
+    /// The deadline passed before the search finished.
+    DeadlineExceeded,
+    /// No evaluator is available for this request (e.g. no trained net yet).
+    Unavailable(String),
+}
+
+impl From<RulesError> for EvalError {
+    fn from(e: RulesError) -> Self {
+        EvalError::Rules(e)
+    }
+}
+
+impl std::fmt::Display for EvalError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            EvalError::Rules(e) => e.fmt(f),
+            EvalError::DeadlineExceeded => f.write_str("deadline exceeded during evaluation"),
+            EvalError::Unavailable(s) => write!(f, "evaluation unavailable: {s}"),
+        }
+    }
+}
+
+impl std::error::Error for EvalError {}
+
+/// Options of one evaluation request.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct EvalOptions {
+    /// Search depth: 0 = static evaluator, n = average over the opponent's 21 rolls of
+    /// its best reply at n-1 (capped by [`MAX_PLIES`]).
+    pub plies: u8,
+    /// Stop with [`EvalError::DeadlineExceeded`] after this instant.
+    pub deadline: Option<Instant>,
+}
+
+/// The deepest search the engine accepts.
+pub const MAX_PLIES: u8 = 2;
+
+/// The evaluation of a position for its side to move.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Evaluation {
+    pub probabilities: Probabilities,
+    /// Expected points for the side to move, in `[-2, 2]`.
+    pub equity: f32,
+    /// Which evaluator answered (e.g. `bearoff-exact`, `net-portes-v1`, `game-over`).
+    pub evaluator: String,
+    /// Plies searched.
+    pub plies: u8,
+}
+
+/// A legal play with its evaluation after it, from the mover's view.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RankedPlay {
+    pub play: Play,
+    /// Mover's equity after the play.
+    pub equity: f32,
+    /// Mover's probabilities after the play.
+    pub probabilities: Probabilities,
+}
+
+/// The engine's evaluation entry points: what the service and CLI call.
+pub trait PositionEvaluator: Send + Sync {
+    /// Evaluates `pos` for its side to move. A finished game (R9) is returned as a
+    /// certain outcome, not an error.
+    fn evaluate(&self, pos: &Position, opts: EvalOptions) -> Result<Evaluation, EvalError>;
+    /// Every legal play of `pos` with `dice`, best first by Tavli equity.
+    fn rank_plays(
+        &self,
+        pos: &Position,
+        dice: Dice,
+        opts: EvalOptions,
+    ) -> Result<Vec<RankedPlay>, EvalError>;
+}
