@@ -4,5 +4,6 @@
 //! - [`rules`]: the pure rules core (RULES.md R1–R9).
 //! - [`eval`]: position evaluation (bear-off database, neural nets, n-ply).
 
+pub mod corpus;
 pub mod eval;
 pub mod rules;
