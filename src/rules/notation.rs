@@ -8,8 +8,10 @@
 //! chain   = place 1*( "/" place )            ; one checker's path
 //! place   = ( "bar" | "off" | point ) [ "*" ]  ; point 1..24, own numbering; "*" = hit or pin there
 //! ```
-//! A step of a chain may use one die or several: `13/7` with 4-2 is accepted when one
-//! of the two ways is legal without hitting on the unwritten intermediate point.
+//! A step of a chain between two points may use one die or several: `13/7` with 4-2
+//! is accepted when one of the two ways is legal without hitting on the unwritten
+//! intermediate point. A step to `off` uses exactly one die: with 5-2, `4/off` is the
+//! one-die bear-off and `4/2/off` the two-dice play (R3, R6).
 
 use super::movegen::RawMove;
 use super::position::RulesError;

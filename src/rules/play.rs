@@ -270,8 +270,9 @@ fn realize(
             if seg.hit && !mv.hit {
                 continue;
             }
-        } else if seg.die.is_some() || mv.to == 0 || mv.to < seg.to || mv.hit {
-            // Overshot, or a hit on a point the notation did not write.
+        } else if seg.die.is_some() || seg.to == 0 || mv.to == 0 || mv.to < seg.to || mv.hit {
+            // Overshot, a hit on a point the notation did not write, or a bear-off step
+            // taking several dice (`4/off` is one die; write `4/2/off` for two).
             continue;
         }
         if outcome.is_some() && !(reached && idx + 1 == segs.len()) {
