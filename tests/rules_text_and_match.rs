@@ -1,0 +1,256 @@
+//! Text forms (Position ID, GNU Backgammon ID, move notation), dice and match rules.
+
+use tavli_engine::pos;
+use tavli_engine::rules::notation::{format, parse, Segment};
+use tavli_engine::rules::position_id::{from_gnubg_id, from_id, to_gnubg_id, to_id};
+use tavli_engine::rules::{
+    apply, legal_plays, resolve_opening_roll, Dice, MatchState, OpeningRoll, Outcome,
+    OutcomeReason, PlayInput, Position, RulesError, Side, Variant,
+};
+
+#[test]
+fn start_position_ids() {
+    // R1 starts, canonical IDs.
+    let ids = [
+        (
+            Variant::Portes,
+            "portes/w/24:2,13:5,8:3,6:5/1:2,12:5,17:3,19:5",
+        ),
+        (Variant::Plakoto, "plakoto/w/24:15/1:15"),
+        (Variant::Fevga, "fevga/w/24:15/12:15"),
+    ];
+    for (v, id) in ids {
+        let start = Position::start(v, Side::White);
+        assert_eq!(to_id(&start), id);
+        assert_eq!(from_id(id).unwrap(), start);
+        assert_eq!(start.pip_count(Side::White), start.pip_count(Side::Black));
+    }
+    assert_eq!(
+        Position::start(Variant::Portes, Side::White).pip_count(Side::White),
+        167
+    );
+    assert_eq!(
+        Position::start(Variant::Fevga, Side::Black).pip_count(Side::Black),
+        360
+    );
+}
+
+#[test]
+fn position_id_with_pin_bar_and_off_round_trips() {
+    let p = pos!(plakoto; white 3:1, 2:14; black 3:1 pinned, 24:14);
+    assert_eq!(to_id(&p), "plakoto/w/3:1,2:14/3:1p,24:14");
+    assert_eq!(from_id("plakoto/w/3:1,2:14/3:1p,24:14").unwrap(), p);
+    let q = pos!(portes, black to move; white bar:1, 6:11; black 1:15);
+    assert_eq!(to_id(&q), "portes/b/bar:1,6:11,off:3/1:15");
+    assert_eq!(from_id(&to_id(&q)).unwrap(), q);
+    // Fevga Black lists along its path 12 → 1 → 24 → 13.
+    let f = pos!(fevga; white 24:14, 13:1; black 12:10, 2:1, 23:1, 14:3);
+    assert_eq!(to_id(&f), "fevga/w/24:14,13:1/12:10,2:1,23:1,14:3");
+    // Any order parses.
+    assert_eq!(
+        from_id("fevga/w/13:1,24:14/14:3,23:1,2:1,12:10").unwrap(),
+        f
+    );
+}
+
+#[test]
+fn position_id_errors_name_the_problem() {
+    let err = |id: &str| match from_id(id) {
+        Err(RulesError::Invalid { field, reason }) => format!("{field}: {reason}"),
+        other => panic!("{id}: {other:?}"),
+    };
+    assert!(err("chess/w/24:15/1:15").contains("unknown variant"));
+    assert!(err("portes/x/24:15/1:15").contains("side to move"));
+    assert!(err("portes/w/24:15").starts_with("position_id: expected variant/side/white/black"));
+    assert_eq!(
+        err("plakoto/w/24:14/1:15"),
+        "white: white has 14 checkers (on points, bar and off), expected 15"
+    );
+    assert!(err("plakoto/w/24:14,25:1/1:15").contains("point must be 1..24"));
+    assert_eq!(
+        err("portes/w/24:14,5:1/1:14,5:1"),
+        "points[4]: point 5: both colours on a point without a pin"
+    );
+    assert!(err("portes/w/24:14,5:1/1:14,5:1p")
+        .starts_with("points[4]: point 5: pins exist only in Plakoto"));
+    assert!(err("fevga/w/bar:1,24:14/12:15")
+        .starts_with("bar.white: bar checkers exist only in Portes"));
+    assert_eq!(
+        err("plakoto/w/24:14,5:1/1:13,5:2p"),
+        "points[4]: point 5: a pinned black checker needs exactly 1 black under at least 1 white, found 2 black and 1 white"
+    );
+    assert!(err("plakoto/w/24:14,24:1/1:15").contains("listed twice"));
+}
+
+#[test]
+fn gnubg_ids_are_portes_only() {
+    let p = Position::start(Variant::Plakoto, Side::White);
+    assert!(
+        matches!(to_gnubg_id(&p), Err(RulesError::Invalid { field, .. }) if field == "variant")
+    );
+    assert!(from_gnubg_id("not base64!!", Side::White).is_err());
+    assert!(from_gnubg_id("4HPwATDgc/AB", Side::White).is_err());
+}
+
+#[test]
+fn notation_parses_and_prints() {
+    let seg = |from, to, hit| Segment {
+        from,
+        to,
+        hit,
+        die: None,
+    };
+    assert_eq!(
+        parse("24/18 13/11*").unwrap(),
+        vec![seg(24, 18, false), seg(13, 11, true)]
+    );
+    assert_eq!(parse("bar/22").unwrap(), vec![seg(25, 22, false)]);
+    assert_eq!(parse("6/off").unwrap(), vec![seg(6, 0, false)]);
+    assert_eq!(
+        parse("8/5(2)").unwrap(),
+        vec![seg(8, 5, false), seg(8, 5, false)]
+    );
+    assert_eq!(
+        parse("13/10*/5").unwrap(),
+        vec![seg(13, 10, true), seg(10, 5, false)]
+    );
+    assert_eq!(parse("pass").unwrap(), vec![]);
+    assert_eq!(parse("").unwrap(), vec![]);
+    for bad in [
+        "24",
+        "24/25",
+        "5/8",
+        "off/3",
+        "3/bar",
+        "8/5(5)",
+        "8/5(2",
+        "x/y",
+        "24/18(3) 13/7(2)",
+    ] {
+        assert!(
+            matches!(parse(bad), Err(RulesError::Invalid { ref field, .. }) if field == "play"),
+            "{bad} should not parse"
+        );
+    }
+    // The engine's own form for plays (R3 examples).
+    let p = Position::start(Variant::Portes, Side::White);
+    let d = Dice::new(6, 5).unwrap();
+    let play = apply(&p, d, &PlayInput::Notation("24/13".into())).unwrap();
+    assert_eq!(play.notation, "24/18/13");
+    assert_eq!(format(&[]), "pass");
+}
+
+#[test]
+fn portes_opening_play_counts() {
+    // Distinct opening plays, counted by hand (R3: distinct by resulting position).
+    let p = Position::start(Variant::Portes, Side::White);
+    let count = |a, b| legal_plays(&p, Dice::new(a, b).unwrap()).unwrap().len();
+    assert_eq!(count(2, 1), 15);
+    // 6-5: 24/13, 24/18 13/8, 24/18 8/3, 13/7 13/8, 13/7 8/3, 13/2, 8/2 8/3.
+    assert_eq!(count(6, 5), 7);
+}
+
+#[test]
+fn plakoto_and_fevga_start_plays() {
+    // R5 from the start: both dice from 24 (one checker or two), in notation.
+    let p = Position::start(Variant::Plakoto, Side::White);
+    let plays = legal_plays(&p, Dice::new(6, 5).unwrap()).unwrap();
+    let names: std::collections::BTreeSet<_> = plays.iter().map(|p| p.notation.as_str()).collect();
+    assert_eq!(names, ["24/18 24/19", "24/18/13"].into());
+    // R8.2 from the Fevga start: one checker only.
+    let f = Position::start(Variant::Fevga, Side::White);
+    let plays = legal_plays(&f, Dice::new(6, 5).unwrap()).unwrap();
+    let names: Vec<_> = plays.iter().map(|p| p.notation.as_str()).collect();
+    assert_eq!(names, ["24/18/13"]);
+}
+
+#[test]
+fn dice_are_checked() {
+    // R9: dice outside 1..6.
+    assert_eq!(
+        Dice::new(0, 3),
+        Err(RulesError::invalid("dice.die1", "die must be 1..6, got 0"))
+    );
+    assert_eq!(
+        Dice::new(3, 7),
+        Err(RulesError::invalid("dice.die2", "die must be 1..6, got 7"))
+    );
+    assert_eq!(Dice::parse("6-5").unwrap(), Dice::new(6, 5).unwrap());
+    assert!(Dice::parse("6").is_err());
+    assert_eq!(Dice::all_rolls().len(), 21);
+}
+
+#[test]
+fn opening_roll_r2() {
+    assert_eq!(
+        resolve_opening_roll(5, 3).unwrap(),
+        OpeningRoll::Starts(Side::White)
+    );
+    assert_eq!(
+        resolve_opening_roll(2, 6).unwrap(),
+        OpeningRoll::Starts(Side::Black)
+    );
+    assert_eq!(resolve_opening_roll(4, 4).unwrap(), OpeningRoll::RollAgain);
+    assert!(
+        matches!(resolve_opening_roll(0, 4), Err(RulesError::Invalid { field, .. }) if field == "white_die")
+    );
+    assert!(
+        matches!(resolve_opening_roll(4, 7), Err(RulesError::Invalid { field, .. }) if field == "black_die")
+    );
+}
+
+#[test]
+fn match_cycle_r2() {
+    let win = |side, points, reason| Outcome {
+        winner: Some(side),
+        points,
+        reason,
+    };
+    let m = MatchState::new(3).unwrap();
+    assert_eq!(
+        (m.variant, m.starter, m.score),
+        (Variant::Portes, None, [0, 0])
+    );
+    // Portes won by Black with a mars: Plakoto next, Black starts.
+    let m = m
+        .advance(&win(Side::Black, 2, OutcomeReason::Mars))
+        .unwrap();
+    assert_eq!(
+        (m.variant, m.starter, m.score, m.winner),
+        (Variant::Plakoto, Some(Side::Black), [0, 2], None)
+    );
+    // A Plakoto draw: Fevga next, opening roll again.
+    let draw = Outcome {
+        winner: None,
+        points: 0,
+        reason: OutcomeReason::BothMothersPinned,
+    };
+    let m = m.advance(&draw).unwrap();
+    assert_eq!(
+        (m.variant, m.starter, m.score),
+        (Variant::Fevga, None, [0, 2])
+    );
+    // Fevga won by White: back to Portes, White starts.
+    let m = m
+        .advance(&win(Side::White, 1, OutcomeReason::BoreOff))
+        .unwrap();
+    assert_eq!(
+        (m.variant, m.starter, m.score, m.games_played),
+        (Variant::Portes, Some(Side::White), [1, 2], 3)
+    );
+    // Black reaches 3: match over; nothing more can be added.
+    let m = m
+        .advance(&win(Side::Black, 1, OutcomeReason::BoreOff))
+        .unwrap();
+    assert_eq!((m.score, m.winner), ([1, 3], Some(Side::Black)));
+    assert!(m
+        .advance(&win(Side::White, 1, OutcomeReason::BoreOff))
+        .is_err());
+    assert!(MatchState::new(0).is_err());
+    // A one-point match ends with the first win.
+    let one = MatchState::new(1)
+        .unwrap()
+        .advance(&win(Side::White, 1, OutcomeReason::BoreOff))
+        .unwrap();
+    assert_eq!(one.winner, Some(Side::White));
+}
