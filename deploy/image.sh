@@ -237,14 +237,36 @@ if [ "$GRPC_CHECKS" != 1 ]; then
     exit 0
 fi
 
-# One real rules call through the public API (filled in from the proto).
+# One real rules call through the public API (proto/tavli/v1/engine.proto,
+# descriptors from the server's reflection): the Portes starting position,
+# then its legal plays for a 3-1, which must include 8/5 6/5.
 smoke_rules_call() {
-    log "TODO: ListLegalPlays call"
-    return 1
+    grpcurl -plaintext -max-time 5 -d '{"variant":"VARIANT_PORTES"}' \
+        "$GRPC" "$SERVICE/GetStartingPosition" >"$WORK/start.json" || return 1
+    local pid
+    pid=$(python3 -c '
+import json, sys
+p = json.load(open(sys.argv[1]))["position"]
+print(p.get("positionId") or p["position_id"])' "$WORK/start.json") || return 1
+    log "ok: GetStartingPosition -> $pid"
+    grpcurl -plaintext -max-time 5 -d "{\"position_id\":\"$pid\",\"dice\":{\"die1\":3,\"die2\":1}}" \
+        "$GRPC" "$SERVICE/ListLegalPlays" >"$WORK/plays.json" || return 1
+    python3 - "$WORK/plays.json" <<'PY' >&2
+import json, sys
+plays = json.load(open(sys.argv[1])).get("plays", [])
+notations = [p.get("notation", "") for p in plays]
+ok = any(set(n.split()) == {"8/5", "6/5"} for n in notations)
+print(f"[image.sh] ListLegalPlays(start, 3-1): {len(plays)} plays, e.g. {notations[:4]}")
+sys.exit(0 if len(plays) > 1 and ok else f"unexpected plays: {notations}")
+PY
 }
 
 # Wait for SERVING.
-health() { grpcurl -plaintext -max-time 2 -d "{\"service\":\"$1\"}" "$GRPC" grpc.health.v1.Health/Check 2>&1; }
+# Health uses a local copy of grpc.health.v1 (deploy/smoke), not reflection.
+health() {
+    grpcurl -plaintext -max-time 2 -import-path "$ROOT/deploy/smoke" -proto grpc/health/v1/health.proto \
+        -d "{\"service\":\"$1\"}" "$GRPC" grpc.health.v1.Health/Check 2>&1
+}
 ok=0
 for _ in $(seq 1 60); do
     kill -0 "$SMOKE_PID" 2>/dev/null || { show_log; die "container exited before serving"; }
