@@ -13,8 +13,6 @@ use super::board::{bear_off_win, Board, RelOutcome, BAR, OFF};
 use super::position::CHECKERS;
 use super::types::{Dice, Variant};
 use std::cell::RefCell;
-use std::collections::HashSet;
-use std::hash::{BuildHasherDefault, Hasher};
 
 /// One checker moved by one die, in the mover's own numbering: `from` 25 = bar,
 /// `to` 0 = off.
@@ -121,22 +119,22 @@ pub fn for_each_step(
     } else {
         (1, 24)
     };
-    // Highest occupied own point, pinned checkers and the bar included (R6, R5.4).
-    let mut highest = 0;
-    for i in (1..=BAR).rev() {
-        if b.own[i] > 0 {
-            highest = i;
-            break;
-        }
-    }
-    if b.own_pinned != 0 {
-        highest = highest.max(31 - b.own_pinned.leading_zeros() as usize);
-    }
-    let all_home = highest <= 6;
-
+    // Highest occupied own point, pinned checkers and the bar included (R6, R5.4):
+    // sources are visited from the highest down, so the first occupied one found is
+    // the highest free checker. Bearing off is impossible from a restricted source
+    // (bar or Fevga runner), whose checker is outside home.
+    let pinned_high = if b.own_pinned != 0 {
+        31 - b.own_pinned.leading_zeros() as usize
+    } else {
+        0
+    };
+    let mut highest = usize::MAX;
     for from in (lo..=hi).rev() {
         if b.own[from] == 0 {
             continue;
+        }
+        if highest == usize::MAX {
+            highest = from.max(pinned_high);
         }
         let mut nb = *b;
         nb.own[from] -= 1;
@@ -165,7 +163,7 @@ pub fn for_each_step(
             to
         } else {
             // Bearing off (R6): all home; exact die, or a larger die from the highest.
-            if !all_home || (from < die_u && from != highest) {
+            if highest > 6 || (from < die_u && from != highest) {
                 continue;
             }
             nb.own[OFF] += 1;
@@ -213,43 +211,157 @@ fn fevga_trapped_prime(b: &Board) -> Option<[usize; 6]> {
     pts.iter().all(|&p| b.own[p] > 0).then_some(pts)
 }
 
-/// A fast hasher for boards (FxHash's multiply-rotate over 8-byte words).
-#[derive(Default)]
-struct BoardHasher(u64);
-
-impl Hasher for BoardHasher {
-    #[inline]
-    fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for c in &mut chunks {
-            let w = u64::from_le_bytes(c.try_into().unwrap());
-            self.0 = (self.0.rotate_left(5) ^ w).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+/// Zobrist tables: a random 64-bit word per (array, index, count) and per pin bit.
+const fn zobrist_tables() -> ([[[u64; 16]; 26]; 2], [[u64; 26]; 2]) {
+    let mut counts = [[[0u64; 16]; 26]; 2];
+    let mut pins = [[0u64; 26]; 2];
+    let mut state: u64 = 0x7a76_6c69_2d65_6e67; // splitmix64
+    let mut side = 0;
+    while side < 2 {
+        let mut i = 0;
+        while i < 26 {
+            let mut n = 0;
+            while n < 16 {
+                state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+                let mut z = state;
+                z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+                z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+                // Count 0 hashes to 0 so that an empty board has key 0.
+                counts[side][i][n] = if n == 0 { 0 } else { z ^ (z >> 31) };
+                n += 1;
+            }
+            state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut z = state;
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            pins[side][i] = z ^ (z >> 31);
+            i += 1;
         }
-        for &x in chunks.remainder() {
-            self.0 = (self.0.rotate_left(5) ^ x as u64).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-        }
+        side += 1;
     }
-    #[inline]
-    fn write_u32(&mut self, i: u32) {
-        self.0 = (self.0.rotate_left(5) ^ i as u64).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-    #[inline]
-    fn write_usize(&mut self, _len: usize) {
-        // Array lengths are constant: nothing to mix in.
-    }
-    #[inline]
-    fn finish(&self) -> u64 {
-        self.0
-    }
+    (counts, pins)
 }
 
-type BoardSet = HashSet<Board, BuildHasherDefault<BoardHasher>>;
+static ZOBRIST: ([[[u64; 16]; 26]; 2], [[u64; 26]; 2]) = zobrist_tables();
+
+#[inline]
+fn zc(side: usize, i: usize, n: u8) -> u64 {
+    ZOBRIST.0[side][i][(n & 15) as usize]
+}
+
+/// The Zobrist key of a whole board.
+fn board_key(b: &Board) -> u64 {
+    let mut k = 0;
+    for i in 0..26 {
+        k ^= zc(0, i, b.own[i]) ^ zc(1, i, b.opp[i]);
+        if b.own_pinned >> i & 1 == 1 {
+            k ^= ZOBRIST.1[0][i];
+        }
+        if b.opp_pinned >> i & 1 == 1 {
+            k ^= ZOBRIST.1[1][i];
+        }
+    }
+    k
+}
+
+/// The key of `child`, one move `mv` after `parent` whose key is `key`: only the
+/// entries a single move can touch are updated.
+#[inline]
+fn child_key(key: u64, parent: &Board, child: &Board, mv: RawMove) -> u64 {
+    let (from, to) = (mv.from as usize, mv.to as usize);
+    let mut k = key
+        ^ zc(0, from, parent.own[from])
+        ^ zc(0, from, child.own[from])
+        ^ zc(0, to, parent.own[to])
+        ^ zc(0, to, child.own[to]);
+    if mv.hit || parent.opp[from] != child.opp[from] {
+        k ^= zc(1, to, parent.opp[to])
+            ^ zc(1, to, child.opp[to])
+            ^ zc(1, BAR, parent.opp[BAR])
+            ^ zc(1, BAR, child.opp[BAR])
+            ^ zc(1, from, parent.opp[from])
+            ^ zc(1, from, child.opp[from]);
+        let mut changed = parent.opp_pinned ^ child.opp_pinned;
+        while changed != 0 {
+            k ^= ZOBRIST.1[1][changed.trailing_zeros() as usize];
+            changed &= changed - 1;
+        }
+    }
+    k
+}
+
+/// A node of the search: a play so far and its board's key.
+#[derive(Clone, Copy)]
+struct Node {
+    play: RawPlay,
+    key: u64,
+}
+
+/// An open-addressing set of node indices keyed by Zobrist key, cleared in O(1) by a
+/// generation counter. Equal keys are confirmed by comparing boards, so the result is
+/// exact.
+#[derive(Default)]
+struct KeySet {
+    slots: Vec<(u64, u32, u32)>, // (key, generation, index into the level)
+    generation: u32,
+}
+
+impl KeySet {
+    fn reset(&mut self, expected: usize) {
+        let want = (expected * 2).next_power_of_two().max(1024);
+        if self.slots.len() < want {
+            self.slots = vec![(0, 0, 0); want];
+            self.generation = 0;
+        }
+        self.generation = self.generation.wrapping_add(1);
+        if self.generation == 0 {
+            self.slots.iter_mut().for_each(|s| s.1 = 0);
+            self.generation = 1;
+        }
+    }
+
+    /// Inserts unless an equal board is already in `level`; returns true if inserted.
+    #[inline]
+    fn insert(&mut self, node: Node, level: &mut Vec<Node>) -> bool {
+        if level.len() * 2 >= self.slots.len() {
+            self.grow(level);
+        }
+        let mask = self.slots.len() - 1;
+        let mut i = (node.key as usize ^ (node.key >> 32) as usize) & mask;
+        loop {
+            let slot = &mut self.slots[i];
+            if slot.1 != self.generation {
+                *slot = (node.key, self.generation, level.len() as u32);
+                level.push(node);
+                return true;
+            }
+            if slot.0 == node.key && level[slot.2 as usize].play.board == node.play.board {
+                return false;
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    fn grow(&mut self, level: &[Node]) {
+        let n = self.slots.len() * 2;
+        self.slots = vec![(0, 0, 0); n];
+        self.generation = 1;
+        let mask = n - 1;
+        for (idx, node) in level.iter().enumerate() {
+            let mut i = (node.key as usize ^ (node.key >> 32) as usize) & mask;
+            while self.slots[i].1 == 1 {
+                i = (i + 1) & mask;
+            }
+            self.slots[i] = (node.key, 1, idx as u32);
+        }
+    }
+}
 
 /// Reusable buffers so that generation allocates nothing once warmed up.
 #[derive(Default)]
 struct Scratch {
-    levels: [Vec<RawPlay>; 5],
-    seen: BoardSet,
+    levels: [Vec<Node>; 5],
+    seen: KeySet,
 }
 
 thread_local! {
@@ -257,23 +369,30 @@ thread_local! {
 }
 
 /// Expands every node of `from` by `die` into `to`, removing duplicates when `dedupe`.
-/// Nodes whose game is over are not expanded. Returns nothing; `to` is appended.
+/// Nodes whose game is over are not expanded.
 #[inline]
 fn expand_level(
     variant: Variant,
-    from: &[RawPlay],
+    from: &[Node],
     die: u8,
-    to: &mut Vec<RawPlay>,
-    seen: &mut BoardSet,
+    to: &mut Vec<Node>,
+    seen: &mut KeySet,
     dedupe: bool,
 ) {
     for node in from {
-        if node.outcome.is_some() {
+        if node.play.outcome.is_some() {
             continue;
         }
-        for_each_step(variant, &node.board, die, |nb, mv, outcome| {
-            if !dedupe || seen.insert(nb) {
-                to.push(node.child(nb, mv, outcome));
+        let parent = &node.play.board;
+        for_each_step(variant, parent, die, |nb, mv, outcome| {
+            let child = Node {
+                key: child_key(node.key, parent, &nb, mv),
+                play: node.play.child(nb, mv, outcome),
+            };
+            if dedupe {
+                seen.insert(child, to);
+            } else {
+                to.push(child);
             }
         });
     }
@@ -293,10 +412,13 @@ pub fn generate(variant: Variant, board: &Board, dice: Dice, out: &mut Vec<RawPl
     }
     SCRATCH.with(|s| {
         let s = &mut *s.borrow_mut();
-        let root = RawPlay::root(*board);
-        if dice.is_double() {
+        let root = Node {
+            play: RawPlay::root(*board),
+            key: board_key(board),
+        };
+        let levels = &mut s.levels;
+        let plays: &[Node] = if dice.is_double() {
             let d = dice.die1();
-            let levels = &mut s.levels;
             levels[0].clear();
             levels[0].push(root);
             let mut deepest = 0;
@@ -304,7 +426,7 @@ pub fn generate(variant: Variant, board: &Board, dice: Dice, out: &mut Vec<RawPl
                 let (prev, next) = levels.split_at_mut(k);
                 let (prev, next) = (&prev[k - 1], &mut next[0]);
                 next.clear();
-                s.seen.clear();
+                s.seen.reset(prev.len() * 8);
                 // Level 1 cannot hold duplicates: each source gives a different board.
                 expand_level(variant, prev, d, next, &mut s.seen, k > 1);
                 if next.is_empty() {
@@ -313,27 +435,27 @@ pub fn generate(variant: Variant, board: &Board, dice: Dice, out: &mut Vec<RawPl
                 deepest = k;
             }
             // Maximum dice (R3): the deepest level; a game end before it played fewer.
-            out.extend_from_slice(&levels[deepest]);
+            &levels[deepest]
         } else {
             let (high, low) = (dice.high(), dice.low());
-            let [l0, l_high, l_low, l2, _] = &mut s.levels;
+            let [l0, l_high, l_low, l2, _] = levels;
             l0.clear();
             l0.push(root);
             l_high.clear();
             l_low.clear();
             l2.clear();
-            s.seen.clear();
             expand_level(variant, l0, high, l_high, &mut s.seen, false);
             expand_level(variant, l0, low, l_low, &mut s.seen, false);
+            s.seen.reset((l_high.len() + l_low.len()) * 8);
             expand_level(variant, l_high, low, l2, &mut s.seen, true);
             expand_level(variant, l_low, high, l2, &mut s.seen, true);
             // Both dice if possible, else the larger, else the smaller, else pass (R3).
-            let plays = [&*l2, &*l_high, &*l_low, &*l0]
+            [&*l2, &*l_high, &*l_low, &*l0]
                 .into_iter()
                 .find(|l| !l.is_empty())
-                .expect("level 0 holds the root");
-            out.extend_from_slice(plays);
-        }
+                .expect("level 0 holds the root")
+        };
+        out.extend(plays.iter().map(|n| n.play));
     });
 }
 
@@ -406,13 +528,10 @@ fn generate_must_open(
     if !dice.is_double() && max_len == 1 && terminals.iter().any(|(_, h)| *h) {
         terminals.retain(|(_, h)| *h);
     }
-    SCRATCH.with(|s| {
-        let s = &mut *s.borrow_mut();
-        s.seen.clear();
-        for (p, _) in terminals {
-            if s.seen.insert(p.board) {
-                out.push(p);
-            }
+    let start = out.len();
+    for (p, _) in terminals {
+        if !out[start..].iter().any(|q| q.board == p.board) {
+            out.push(p);
         }
-    });
+    }
 }
