@@ -1,1 +1,329 @@
-fn main() {}
+//! `tavli-engine`: the gRPC server (the default, `serve`) and the same engine as a
+//! command-line tool (`plays`, `apply`, `eval`, `start`) for scripting.
+//!
+//! ```text
+//! tavli-engine                                   # serve gRPC :50051, metrics :9090
+//! tavli-engine plays --position <ID> --dice 6-5  # legal plays (text, or --json)
+//! tavli-engine apply --position <ID> --dice 6-5 --play "24/18 13/11"
+//! tavli-engine eval  --position <ID> [--dice 6-5] [--plies 1]
+//! tavli-engine start --variant plakoto
+//! ```
+
+use clap::{Args, Parser, Subcommand};
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+use tavli_engine::eval::{PositionEvaluator, MAX_PLIES};
+use tavli_engine::rules::{Dice, Side, Variant};
+use tavli_engine::service::{convert, json, pb, ServerConfig, ServiceError, TavliEngineService};
+use tavli_engine::telemetry::{init_tracing, LogFormat};
+
+/// The evaluator behind `Evaluate` and `tavli-engine eval`; `None` answers
+/// `UNIMPLEMENTED`. Plug the real evaluator in here.
+fn evaluator() -> Option<Arc<dyn PositionEvaluator>> {
+    None
+}
+
+/// Tavli (Portes, Plakoto, Fevga) game engine: gRPC server and command-line tool.
+#[derive(Parser, Debug)]
+#[command(
+    name = "tavli-engine",
+    version,
+    about,
+    args_conflicts_with_subcommands = true
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+    /// Server options when no subcommand is given (same as `serve`).
+    #[command(flatten)]
+    serve: ServeArgs,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Serve gRPC and Prometheus metrics (the default).
+    Serve(ServeArgs),
+    /// Print every legal play of a position and roll.
+    Plays(PlaysArgs),
+    /// Apply a play and print the new position (turn passed) and the outcome.
+    Apply(ApplyArgs),
+    /// Evaluate a position (and rank the plays of a roll).
+    Eval(EvalArgs),
+    /// Print the starting position of a variant.
+    Start(StartArgs),
+}
+
+#[derive(Args, Debug, Clone)]
+struct ServeArgs {
+    /// gRPC listen address.
+    #[arg(long, env = "TAVLI_GRPC_ADDR", default_value = "0.0.0.0:50051")]
+    grpc_addr: SocketAddr,
+    /// Prometheus metrics listen address (HTTP, path /metrics).
+    #[arg(long, env = "TAVLI_METRICS_ADDR", default_value = "0.0.0.0:9090")]
+    metrics_addr: SocketAddr,
+    /// Log format; the filter is RUST_LOG (default "info").
+    #[arg(long, env = "TAVLI_LOG_FORMAT", value_enum, default_value = "text")]
+    log_format: LogFormat,
+    /// Seconds in-flight RPCs may run after SIGTERM/SIGINT.
+    #[arg(long, env = "TAVLI_DRAIN_SECONDS", default_value_t = 10)]
+    drain_seconds: u64,
+    /// Largest request or response message in bytes.
+    #[arg(long, env = "TAVLI_MAX_MESSAGE_BYTES", default_value_t = 4 * 1024 * 1024)]
+    max_message_bytes: usize,
+    /// RPCs served at once; more are answered RESOURCE_EXHAUSTED (health and
+    /// reflection excluded).
+    #[arg(long, env = "TAVLI_CONCURRENCY_LIMIT", default_value_t = 256)]
+    concurrency_limit: usize,
+    /// Deepest Evaluate search accepted (0..=2).
+    #[arg(long, env = "TAVLI_MAX_PLIES", default_value_t = MAX_PLIES,
+          value_parser = clap::value_parser!(u8).range(0..=MAX_PLIES as i64))]
+    max_plies: u8,
+    /// Server-side limit per RPC in seconds, on top of the client's deadline (0: none).
+    #[arg(long, env = "TAVLI_REQUEST_TIMEOUT_SECONDS", default_value_t = 30.0)]
+    request_timeout_seconds: f64,
+}
+
+#[derive(Args, Debug)]
+struct PositionArg {
+    /// The position: a Position ID such as
+    /// portes/w/24:2,13:5,8:3,6:5/1:2,12:5,17:3,19:5 (see the README).
+    #[arg(long, short)]
+    position: String,
+    /// Print proto3 JSON (the shape grpcurl prints) instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args, Debug)]
+struct PlaysArgs {
+    #[command(flatten)]
+    pos: PositionArg,
+    /// The roll: 6-5, 65 or 6,5.
+    #[arg(long, short)]
+    dice: String,
+}
+
+#[derive(Args, Debug)]
+struct ApplyArgs {
+    #[command(flatten)]
+    pos: PositionArg,
+    /// The roll: 6-5, 65 or 6,5.
+    #[arg(long, short)]
+    dice: String,
+    /// The play in move notation (the mover's own numbering), e.g. "24/18 13/11",
+    /// or the Position ID of the resulting position.
+    #[arg(long)]
+    play: String,
+}
+
+#[derive(Args, Debug)]
+struct EvalArgs {
+    #[command(flatten)]
+    pos: PositionArg,
+    /// Optional roll: rank the legal plays.
+    #[arg(long, short)]
+    dice: Option<String>,
+    /// Search depth, 0..=2.
+    #[arg(long, default_value_t = 0)]
+    plies: u32,
+}
+
+#[derive(Args, Debug)]
+struct StartArgs {
+    /// portes, plakoto or fevga.
+    #[arg(long, short)]
+    variant: String,
+    /// The side to move: white or black.
+    #[arg(long, default_value = "white")]
+    side: String,
+    /// Print proto3 JSON instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        None => serve(cli.serve),
+        Some(Command::Serve(args)) => serve(args),
+        Some(Command::Plays(a)) => plays(a),
+        Some(Command::Apply(a)) => apply(a),
+        Some(Command::Eval(a)) => eval(a),
+        Some(Command::Start(a)) => start(a),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("tavli-engine: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+fn serve(args: ServeArgs) -> Result<(), BoxError> {
+    init_tracing(args.log_format);
+    let timeout = (args.request_timeout_seconds > 0.0)
+        .then(|| Duration::from_secs_f64(args.request_timeout_seconds));
+    let config = ServerConfig {
+        drain: Duration::from_secs(args.drain_seconds),
+        max_message_bytes: args.max_message_bytes,
+        concurrency_limit: args.concurrency_limit,
+        max_plies: args.max_plies,
+        request_timeout: timeout,
+        evaluator: evaluator(),
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(async {
+        let grpc = tokio::net::TcpListener::bind(args.grpc_addr)
+            .await
+            .map_err(|e| format!("cannot listen on {} (gRPC): {e}", args.grpc_addr))?;
+        let metrics = tokio::net::TcpListener::bind(args.metrics_addr)
+            .await
+            .map_err(|e| format!("cannot listen on {} (metrics): {e}", args.metrics_addr))?;
+        tavli_engine::service::serve(
+            config,
+            grpc,
+            metrics,
+            tavli_engine::service::server::shutdown_signal(),
+        )
+        .await
+    })
+}
+
+fn service() -> TavliEngineService {
+    TavliEngineService::new(evaluator(), MAX_PLIES, None)
+}
+
+fn dice_pb(s: &str) -> Result<pb::Dice, ServiceError> {
+    Ok(convert::dice_to_pb(Dice::parse(s)?))
+}
+
+fn print_json<M: prost::Message>(msg: &M, name: &str) {
+    println!(
+        "{}",
+        serde_json::to_string_pretty(&json::to_json(msg, name)).expect("JSON")
+    );
+}
+
+fn outcome_text(o: &pb::GameOutcome) -> String {
+    let reason = pb::OutcomeReason::try_from(o.reason)
+        .map(|r| {
+            r.as_str_name()
+                .trim_start_matches("OUTCOME_REASON_")
+                .to_lowercase()
+        })
+        .unwrap_or_default();
+    match pb::Side::try_from(o.winner) {
+        Ok(pb::Side::White) => format!("white wins {} ({reason})", o.points),
+        Ok(pb::Side::Black) => format!("black wins {} ({reason})", o.points),
+        _ => format!("draw ({reason})"),
+    }
+}
+
+fn position_id(p: &Option<pb::Position>) -> &str {
+    p.as_ref().map_or("", |p| p.position_id.as_str())
+}
+
+fn plays(a: PlaysArgs) -> Result<(), BoxError> {
+    let req = pb::ListLegalPlaysRequest {
+        position: Some(pb::list_legal_plays_request::Position::PositionId(
+            a.pos.position,
+        )),
+        dice: Some(dice_pb(&a.dice)?),
+    };
+    let resp = service().list_legal_plays(&req)?;
+    if a.pos.json {
+        print_json(&resp, "tavli.v1.ListLegalPlaysResponse");
+        return Ok(());
+    }
+    println!("{} plays", resp.plays.len());
+    for p in &resp.plays {
+        let end = p.outcome.as_ref().map(outcome_text);
+        match end {
+            Some(o) => println!("{}\t{}\t{o}", p.notation, position_id(&p.position)),
+            None => println!("{}\t{}", p.notation, position_id(&p.position)),
+        }
+    }
+    Ok(())
+}
+
+fn apply(a: ApplyArgs) -> Result<(), BoxError> {
+    use pb::apply_play_request::Play;
+    // A Position ID has slashes and a variant name; notation never starts with a letter
+    // other than "bar"/"pass".
+    let play = if a.play.contains(':') {
+        Play::ResultingPositionId(a.play)
+    } else {
+        Play::Notation(a.play)
+    };
+    let req = pb::ApplyPlayRequest {
+        position: Some(pb::apply_play_request::Position::PositionId(a.pos.position)),
+        dice: Some(dice_pb(&a.dice)?),
+        play: Some(play),
+    };
+    let resp = service().apply_play(&req)?;
+    if a.pos.json {
+        print_json(&resp, "tavli.v1.ApplyPlayResponse");
+        return Ok(());
+    }
+    println!("play: {}", resp.notation);
+    println!("position: {}", position_id(&resp.position));
+    if let Some(o) = &resp.outcome {
+        println!("outcome: {}", outcome_text(o));
+    }
+    Ok(())
+}
+
+fn eval(a: EvalArgs) -> Result<(), BoxError> {
+    let req = pb::EvaluateRequest {
+        position: Some(pb::evaluate_request::Position::PositionId(a.pos.position)),
+        dice: a.dice.as_deref().map(dice_pb).transpose()?,
+        plies: a.plies,
+    };
+    let resp = service().evaluate(&req, None)?;
+    if a.pos.json {
+        print_json(&resp, "tavli.v1.EvaluateResponse");
+        return Ok(());
+    }
+    let p = resp.probabilities.unwrap_or_default();
+    println!(
+        "equity {:+.3}  win {:.3}  win-mars {:.3}  lose {:.3}  lose-mars {:.3}  draw {:.3}  ({}, {} plies)",
+        resp.equity, p.win, p.win_mars, p.lose, p.lose_mars, p.draw, resp.evaluator, resp.plies
+    );
+    for (i, r) in resp.ranked_plays.iter().enumerate() {
+        let notation = r.play.as_ref().map_or("", |p| p.notation.as_str());
+        println!("{:>3}. {notation:<24} {:+.3}", i + 1, r.equity);
+    }
+    Ok(())
+}
+
+fn start(a: StartArgs) -> Result<(), BoxError> {
+    let variant = Variant::from_name(&a.variant).ok_or_else(|| {
+        format!(
+            "variant: unknown {:?}: use portes, plakoto or fevga",
+            a.variant
+        )
+    })?;
+    let side = match a.side.to_ascii_lowercase().as_str() {
+        "white" | "w" => Side::White,
+        "black" | "b" => Side::Black,
+        other => return Err(format!("side: use white or black, not {other:?}").into()),
+    };
+    let req = pb::GetStartingPositionRequest {
+        variant: convert::variant_to_pb(variant) as i32,
+        side_to_move: convert::side_to_pb(Some(side)) as i32,
+    };
+    let resp = service().get_starting_position(&req)?;
+    if a.json {
+        print_json(&resp, "tavli.v1.GetStartingPositionResponse");
+    } else {
+        println!("{}", position_id(&resp.position));
+    }
+    Ok(())
+}

@@ -1,0 +1,39 @@
+//! The gRPC service `tavli.v1.TavliEngine` (`proto/tavli/v1/engine.proto`).
+//!
+//! Thin adapters around the rules core ([`crate::rules`]) and the evaluation contract
+//! ([`crate::eval`]):
+//!
+//! - [`pb`]: the generated messages, server and client, and the descriptor set.
+//! - [`convert`]: proto ↔ rules conversions and input validation (RULES.md R9).
+//! - [`error`]: [`ServiceError`] and the one mapping of rules and evaluation errors to
+//!   `tonic::Status` (with `google.rpc.BadRequest` / `google.rpc.ErrorInfo` details).
+//! - [`api`]: [`TavliEngineService`], one method per RPC, also used by the CLI.
+//! - [`limits`]: the concurrency limit (`RESOURCE_EXHAUSTED`) and deadline layers.
+//! - [`server`]: [`serve`]: gRPC + health + reflection + `/metrics`, graceful shutdown.
+//! - [`json`]: proto3 JSON output (the shape grpcurl prints), for the CLI.
+
+pub mod api;
+pub mod convert;
+pub mod error;
+pub mod json;
+pub mod limits;
+pub mod server;
+
+pub use api::TavliEngineService;
+pub use error::ServiceError;
+pub use server::{serve, ServerConfig};
+
+/// The generated protobuf messages, the tonic server and client of `tavli.v1`, and the
+/// encoded file descriptor set served by reflection.
+#[allow(missing_docs, clippy::all, clippy::pedantic)]
+pub mod pb {
+    tonic::include_proto!("tavli.v1");
+
+    /// The encoded `google.protobuf.FileDescriptorSet` of `tavli/v1/engine.proto`
+    /// (written by `build.rs`), for gRPC reflection and JSON output.
+    pub const FILE_DESCRIPTOR_SET: &[u8] =
+        include_bytes!(concat!(env!("OUT_DIR"), "/tavli_v1_descriptor.bin"));
+}
+
+/// The fully qualified gRPC service name: `tavli.v1.TavliEngine`.
+pub const SERVICE_NAME: &str = "tavli.v1.TavliEngine";
