@@ -105,6 +105,19 @@ pub fn for_each_step(
     variant: Variant,
     b: &Board,
     die: u8,
+    f: impl FnMut(Board, RawMove, Option<RelOutcome>),
+) {
+    for_each_step_from_at_most(variant, b, die, BAR, f)
+}
+
+/// [`for_each_step`] restricted to sources `<= max_from` (used to generate the moves
+/// of a double in non-increasing source order).
+#[inline]
+fn for_each_step_from_at_most(
+    variant: Variant,
+    b: &Board,
+    die: u8,
+    max_from: usize,
     mut f: impl FnMut(Board, RawMove, Option<RelOutcome>),
 ) {
     let die_u = die as usize;
@@ -119,16 +132,23 @@ pub fn for_each_step(
     } else {
         (1, 24)
     };
+    let hi = hi.min(max_from);
     // Highest occupied own point, pinned checkers and the bar included (R6, R5.4):
     // sources are visited from the highest down, so the first occupied one found is
-    // the highest free checker. Bearing off is impossible from a restricted source
-    // (bar or Fevga runner), whose checker is outside home.
+    // the highest free checker, unless a checker stands above the visited range.
+    // Bearing off is impossible from a restricted source (bar or Fevga runner), whose
+    // checker is outside home.
     let pinned_high = if b.own_pinned != 0 {
         31 - b.own_pinned.leading_zeros() as usize
     } else {
         0
     };
     let mut highest = usize::MAX;
+    if hi < BAR {
+        if let Some(above) = (hi + 1..=BAR).rev().find(|&i| b.own[i] > 0) {
+            highest = above.max(pinned_high);
+        }
+    }
     for from in (lo..=hi).rev() {
         if b.own[from] == 0 {
             continue;
@@ -295,6 +315,9 @@ fn child_key(key: u64, parent: &Board, child: &Board, mv: RawMove) -> u64 {
 struct Node {
     play: RawPlay,
     key: u64,
+    /// Source of the last move (25 for the root): the bound of the next source when
+    /// a double is generated in non-increasing source order.
+    last_from: u8,
 }
 
 /// An open-addressing set of node indices keyed by Zobrist key, cleared in O(1) by a
@@ -368,8 +391,20 @@ thread_local! {
     static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
 }
 
-/// Expands every node of `from` by `die` into `to`, removing duplicates when `dedupe`.
-/// Nodes whose game is over are not expanded.
+/// How a level is expanded.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Expand {
+    /// Keep every child (no duplicates can arise); keys are kept for a later level.
+    All,
+    /// Remove children whose board is already in the level.
+    Dedupe,
+    /// Doubles in non-increasing source order: every multiset of moves is generated
+    /// once, so no duplicates arise and none need removing.
+    NonIncreasing,
+}
+
+/// Expands every node of `from` by `die` into `to`. Nodes whose game is over are not
+/// expanded.
 #[inline]
 fn expand_level(
     variant: Variant,
@@ -377,24 +412,50 @@ fn expand_level(
     die: u8,
     to: &mut Vec<Node>,
     seen: &mut KeySet,
-    dedupe: bool,
+    mode: Expand,
 ) {
     for node in from {
         if node.play.outcome.is_some() {
             continue;
         }
         let parent = &node.play.board;
-        for_each_step(variant, parent, die, |nb, mv, outcome| {
+        let max_from = if mode == Expand::NonIncreasing {
+            node.last_from as usize
+        } else {
+            BAR
+        };
+        for_each_step_from_at_most(variant, parent, die, max_from, |nb, mv, outcome| {
             let child = Node {
-                key: child_key(node.key, parent, &nb, mv),
+                key: if mode != Expand::NonIncreasing {
+                    child_key(node.key, parent, &nb, mv)
+                } else {
+                    0
+                },
                 play: node.play.child(nb, mv, outcome),
+                last_from: mv.from,
             };
-            if dedupe {
+            if mode == Expand::Dedupe {
                 seen.insert(child, to);
             } else {
                 to.push(child);
             }
         });
+    }
+}
+
+/// Whether the moves of a double may be generated in non-increasing source order
+/// without losing a play. True in Portes: no move's legality depends on a move from a
+/// lower point (closed points do not change within a turn, the bar is the highest
+/// source, and a lower move never brings a higher checker home nor changes the highest
+/// point). True in Plakoto unless the mother rule could end the game mid-turn, which
+/// makes the order matter (R5.5). Never in Fevga, whose first-checker and start-prime
+/// rules depend on the order (R8.2, R8.3).
+#[inline]
+fn non_increasing_is_complete(variant: Variant, b: &Board) -> bool {
+    match variant {
+        Variant::Portes => true,
+        Variant::Plakoto => b.opp[1] != 1 && b.opp_pinned & (1 << 1) == 0,
+        Variant::Fevga => false,
     }
 }
 
@@ -415,10 +476,16 @@ pub fn generate(variant: Variant, board: &Board, dice: Dice, out: &mut Vec<RawPl
         let root = Node {
             play: RawPlay::root(*board),
             key: board_key(board),
+            last_from: BAR as u8,
         };
         let levels = &mut s.levels;
         let plays: &[Node] = if dice.is_double() {
             let d = dice.die1();
+            let mode = if non_increasing_is_complete(variant, board) {
+                Expand::NonIncreasing
+            } else {
+                Expand::Dedupe
+            };
             levels[0].clear();
             levels[0].push(root);
             let mut deepest = 0;
@@ -428,7 +495,8 @@ pub fn generate(variant: Variant, board: &Board, dice: Dice, out: &mut Vec<RawPl
                 next.clear();
                 s.seen.reset(prev.len() * 8);
                 // Level 1 cannot hold duplicates: each source gives a different board.
-                expand_level(variant, prev, d, next, &mut s.seen, k > 1);
+                let mode = if k == 1 { Expand::All } else { mode };
+                expand_level(variant, prev, d, next, &mut s.seen, mode);
                 if next.is_empty() {
                     break;
                 }
@@ -444,11 +512,11 @@ pub fn generate(variant: Variant, board: &Board, dice: Dice, out: &mut Vec<RawPl
             l_high.clear();
             l_low.clear();
             l2.clear();
-            expand_level(variant, l0, high, l_high, &mut s.seen, false);
-            expand_level(variant, l0, low, l_low, &mut s.seen, false);
+            expand_level(variant, l0, high, l_high, &mut s.seen, Expand::All);
+            expand_level(variant, l0, low, l_low, &mut s.seen, Expand::All);
             s.seen.reset((l_high.len() + l_low.len()) * 8);
-            expand_level(variant, l_high, low, l2, &mut s.seen, true);
-            expand_level(variant, l_low, high, l2, &mut s.seen, true);
+            expand_level(variant, l_high, low, l2, &mut s.seen, Expand::Dedupe);
+            expand_level(variant, l_low, high, l2, &mut s.seen, Expand::Dedupe);
             // Both dice if possible, else the larger, else the smaller, else pass (R3).
             [&*l2, &*l_high, &*l_low, &*l0]
                 .into_iter()

@@ -1,0 +1,59 @@
+//! Generates every legal play of one benchmark set once: a fixed amount of work for
+//! instruction counting (`valgrind --tool=callgrind`), which, unlike wall time, does
+//! not depend on what else the machine runs. Usage:
+//! `cargo run --release --example movegen_once -- portes-contact|portes-race|plakoto|fevga`
+
+use tavli_engine::corpus::random_positions;
+use tavli_engine::rules::board::Board;
+use tavli_engine::rules::movegen::generate;
+use tavli_engine::rules::position_id::from_gnubg_id;
+use tavli_engine::rules::{Dice, Side, Variant};
+
+fn main() {
+    let set = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "portes-contact".into());
+    let (variant, boards): (Variant, Vec<Board>) = match set.as_str() {
+        "portes-contact" | "portes-race" => {
+            let file = if set == "portes-contact" {
+                "contact"
+            } else {
+                "race"
+            };
+            let path = format!(
+                "{}/tests/data/portes-gnubg/{file}-positions.txt",
+                env!("CARGO_MANIFEST_DIR")
+            );
+            let text = std::fs::read_to_string(path).expect("golden positions");
+            let boards = text
+                .lines()
+                .map(|id| {
+                    Board::from_position(&from_gnubg_id(id, Side::White).unwrap(), Side::White)
+                })
+                .collect();
+            (Variant::Portes, boards)
+        }
+        name => {
+            let v =
+                Variant::from_name(name).expect("portes-contact, portes-race, plakoto or fevga");
+            let boards = random_positions(v, 2026, 1000)
+                .iter()
+                .map(|p| Board::from_position(p, p.turn))
+                .collect();
+            (v, boards)
+        }
+    };
+    let mut out = Vec::new();
+    let mut total = 0usize;
+    for b in &boards {
+        for dice in Dice::all_rolls() {
+            out.clear();
+            generate(variant, b, dice, &mut out);
+            total += out.len();
+        }
+    }
+    println!(
+        "{set}: {} positions x 21 rolls, {total} plays",
+        boards.len()
+    );
+}
