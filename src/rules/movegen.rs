@@ -156,39 +156,39 @@ fn for_each_step_from_at_most(
         if highest == usize::MAX {
             highest = from.max(pinned_high);
         }
-        let mut nb = *b;
-        nb.own[from] -= 1;
-        let mut hit = false;
+        // Legality of the landing first, so that blocked moves copy nothing.
         let to = if from > die_u {
             let to = from - die_u;
             if !is_open(variant, b, to) {
                 continue;
             }
-            if b.opp[to] == 1 {
-                match variant {
-                    Variant::Portes => {
-                        nb.opp[to] = 0;
-                        nb.opp[BAR] += 1;
-                        hit = true;
-                    }
-                    Variant::Plakoto => {
-                        nb.opp[to] = 0;
-                        nb.opp_pinned |= 1 << to;
-                        hit = true;
-                    }
-                    Variant::Fevga => {}
-                }
-            }
-            nb.own[to] += 1;
             to
         } else {
             // Bearing off (R6): all home; exact die, or a larger die from the highest.
             if highest > 6 || (from < die_u && from != highest) {
                 continue;
             }
-            nb.own[OFF] += 1;
             OFF
         };
+        let mut nb = *b;
+        nb.own[from] -= 1;
+        nb.own[to] += 1;
+        let mut hit = false;
+        if to != OFF && b.opp[to] == 1 {
+            match variant {
+                Variant::Portes => {
+                    nb.opp[to] = 0;
+                    nb.opp[BAR] += 1;
+                    hit = true;
+                }
+                Variant::Plakoto => {
+                    nb.opp[to] = 0;
+                    nb.opp_pinned |= 1 << to;
+                    hit = true;
+                }
+                Variant::Fevga => {}
+            }
+        }
         if variant == Variant::Plakoto && nb.own[from] == 0 && nb.opp_pinned >> from & 1 == 1 {
             // R5.2: the last pinning checker left: the pinned checker is free again.
             nb.opp_pinned &= !(1 << from);
@@ -343,23 +343,30 @@ impl KeySet {
         }
     }
 
-    /// Inserts unless an equal board is already in `level`; returns true if inserted.
+    /// Pushes `make()` onto `level` unless a node with board `board` (key `key`) is
+    /// already there; the node is only built when it is new.
     #[inline]
-    fn insert(&mut self, node: Node, level: &mut Vec<Node>) -> bool {
+    fn insert_with(
+        &mut self,
+        key: u64,
+        board: &Board,
+        level: &mut Vec<Node>,
+        make: impl FnOnce() -> Node,
+    ) {
         if level.len() * 2 >= self.slots.len() {
             self.grow(level);
         }
         let mask = self.slots.len() - 1;
-        let mut i = (node.key as usize ^ (node.key >> 32) as usize) & mask;
+        let mut i = (key as usize ^ (key >> 32) as usize) & mask;
         loop {
             let slot = &mut self.slots[i];
             if slot.1 != self.generation {
-                *slot = (node.key, self.generation, level.len() as u32);
-                level.push(node);
-                return true;
+                *slot = (key, self.generation, level.len() as u32);
+                level.push(make());
+                return;
             }
-            if slot.0 == node.key && level[slot.2 as usize].play.board == node.play.board {
-                return false;
+            if slot.0 == key && level[slot.2 as usize].play.board == *board {
+                return;
             }
             i = (i + 1) & mask;
         }
@@ -424,22 +431,31 @@ fn expand_level(
         } else {
             BAR
         };
-        for_each_step_from_at_most(variant, parent, die, max_from, |nb, mv, outcome| {
-            let child = Node {
-                key: if mode != Expand::NonIncreasing {
-                    child_key(node.key, parent, &nb, mv)
-                } else {
-                    0
-                },
-                play: node.play.child(nb, mv, outcome),
-                last_from: mv.from,
-            };
-            if mode == Expand::Dedupe {
-                seen.insert(child, to);
-            } else {
-                to.push(child);
-            }
-        });
+        for_each_step_from_at_most(
+            variant,
+            parent,
+            die,
+            max_from,
+            |nb, mv, outcome| match mode {
+                Expand::Dedupe => {
+                    let key = child_key(node.key, parent, &nb, mv);
+                    seen.insert_with(key, &nb, to, || Node {
+                        key,
+                        play: node.play.child(nb, mv, outcome),
+                        last_from: mv.from,
+                    });
+                }
+                Expand::All | Expand::NonIncreasing => to.push(Node {
+                    key: if mode == Expand::All {
+                        child_key(node.key, parent, &nb, mv)
+                    } else {
+                        0
+                    },
+                    play: node.play.child(nb, mv, outcome),
+                    last_from: mv.from,
+                }),
+            },
+        );
     }
 }
 
