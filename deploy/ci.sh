@@ -25,11 +25,13 @@ die() { printf 'deploy ci: FAIL: %s\n' "$*" >&2; exit 1; }
 
 [ "$(id -u)" -eq 0 ] || die "must run as root (installs packages, runs buildah)"
 
-APT_UPDATED=0
+# apt-get update at most once per CI run (deploy/ci.sh exports the flag).
+APT_UPDATED=${DEPLOY_APT_UPDATED:-0}
 apt_install() {
     if [ "$APT_UPDATED" -eq 0 ]; then
         DEBIAN_FRONTEND=noninteractive apt-get update -qq
         APT_UPDATED=1
+        export DEPLOY_APT_UPDATED=1
     fi
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
 }
