@@ -1,7 +1,7 @@
 //! Generates every legal play of one benchmark set once: a fixed amount of work for
 //! instruction counting (`valgrind --tool=callgrind`), which, unlike wall time, does
 //! not depend on what else the machine runs. Usage:
-//! `cargo run --release --example movegen_once -- portes-contact|portes-race|plakoto|fevga`
+//! `cargo run --release --example movegen_once -- portes-contact|portes-race|plakoto|fevga [setup]`
 
 use tavli_engine::corpus::random_positions;
 use tavli_engine::rules::board::Board;
@@ -43,6 +43,10 @@ fn main() {
             (v, boards)
         }
     };
+    // `setup` as a second argument stops here: subtract its count to isolate generation.
+    if std::env::args().nth(2).as_deref() == Some("setup") {
+        return;
+    }
     let mut out = Vec::new();
     let mut total = 0usize;
     for b in &boards {

@@ -464,14 +464,21 @@ fn expand_level(
 /// lower point (closed points do not change within a turn, the bar is the highest
 /// source, and a lower move never brings a higher checker home nor changes the highest
 /// point). True in Plakoto unless the mother rule could end the game mid-turn, which
-/// makes the order matter (R5.5). Never in Fevga, whose first-checker and start-prime
-/// rules depend on the order (R8.2, R8.3).
+/// makes the order matter (R5.5). In Fevga only when neither order-dependent rule can
+/// apply this turn: the first-checker rule (R8.2) needs 14 or 15 checkers on own 24,
+/// and the start-quarter prime (R8.3) needs six occupied points of own 19..24, which
+/// four moves cannot reach from fewer than `6 - 4` of them, nor with too few checkers
+/// on own 20..24 to fill the gaps.
 #[inline]
 fn non_increasing_is_complete(variant: Variant, b: &Board) -> bool {
     match variant {
         Variant::Portes => true,
         Variant::Plakoto => b.opp[1] != 1 && b.opp_pinned & (1 << 1) == 0,
-        Variant::Fevga => false,
+        Variant::Fevga => {
+            let occupied = b.own[19..=24].iter().filter(|&&n| n > 0).count();
+            let movers: usize = b.own[20..=24].iter().map(|&n| n as usize).sum();
+            b.own[24] < CHECKERS - 1 && occupied + movers.min(4) < 6
+        }
     }
 }
 
