@@ -173,7 +173,8 @@ pub fn gnubg_id_of_board(b: &Board) -> String {
 }
 
 /// The GNU Backgammon Position ID of a Portes position, the side to move encoded as
-/// the side on roll. Errors for other variants (field `variant`).
+/// the side on roll. Errors for other variants (field `variant`) and for positions
+/// that fail [`Position::validate`].
 pub fn to_gnubg_id(pos: &Position) -> Result<String, RulesError> {
     if pos.variant != Variant::Portes {
         return Err(RulesError::invalid(
@@ -181,6 +182,7 @@ pub fn to_gnubg_id(pos: &Position) -> Result<String, RulesError> {
             "GNU Backgammon Position IDs exist only for Portes",
         ));
     }
+    pos.validate()?;
     Ok(gnubg_id_of_board(&Board::from_position(pos, pos.turn)))
 }
 
