@@ -47,12 +47,12 @@ missing=()
 for spec in "${PIP_PKGS[@]}"; do
     name=${spec%%==*}
     want=${spec#*==}
-    have=$(python3 -m pip show "$name" 2>/dev/null | sed -n 's/^Version: //p')
+    have=$(python3 -m pip show "$name" 2>/dev/null | sed -n 's/^Version: //p' || true)
     [ "$have" = "$want" ] || missing+=("$spec")
 done
 if [ "${#missing[@]}" -gt 0 ]; then
     echo "pip install ${missing[*]}"
-    python3 -m pip install -q --disable-pip-version-check "${missing[@]}"
+    PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore "${missing[@]}"
     if command -v pyenv >/dev/null 2>&1; then pyenv rehash 2>/dev/null || true; fi
     hash -r
 fi

