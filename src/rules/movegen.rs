@@ -466,18 +466,18 @@ fn expand_level(
 /// point). True in Plakoto unless the mother rule could end the game mid-turn, which
 /// makes the order matter (R5.5). In Fevga only when neither order-dependent rule can
 /// apply this turn: the first-checker rule (R8.2) needs 14 or 15 checkers on own 24,
-/// and the start-quarter prime (R8.3) needs six occupied points of own 19..24, which
-/// four moves cannot reach from fewer than `6 - 4` of them, nor with too few checkers
-/// on own 20..24 to fill the gaps.
+/// and the start-quarter prime (R8.3) needs all six points of own 19..24 occupied,
+/// which cannot happen when the occupied ones plus the empty ones that a move of `die`
+/// can reach (own 19..=24-die) are fewer than six.
 #[inline]
-fn non_increasing_is_complete(variant: Variant, b: &Board) -> bool {
+fn non_increasing_is_complete(variant: Variant, b: &Board, die: u8) -> bool {
     match variant {
         Variant::Portes => true,
         Variant::Plakoto => b.opp[1] != 1 && b.opp_pinned & (1 << 1) == 0,
         Variant::Fevga => {
             let occupied = b.own[19..=24].iter().filter(|&&n| n > 0).count();
-            let movers: usize = b.own[20..=24].iter().map(|&n| n as usize).sum();
-            b.own[24] < CHECKERS - 1 && occupied + movers.min(4) < 6
+            let reachable = (19..=24 - die as usize).filter(|&q| b.own[q] == 0).count();
+            b.own[24] < CHECKERS - 1 && occupied + reachable < 6
         }
     }
 }
@@ -504,7 +504,7 @@ pub fn generate(variant: Variant, board: &Board, dice: Dice, out: &mut Vec<RawPl
         let levels = &mut s.levels;
         let plays: &[Node] = if dice.is_double() {
             let d = dice.die1();
-            let mode = if non_increasing_is_complete(variant, board) {
+            let mode = if non_increasing_is_complete(variant, board, d) {
                 Expand::NonIncreasing
             } else {
                 Expand::Dedupe
