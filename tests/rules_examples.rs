@@ -365,3 +365,27 @@ fn r4_black_enters_on_its_die_point() {
     assert_eq!(first.position.point(15).black, 3);
     assert_eq!(first.notation, "bar/22* 13/10(3)");
 }
+
+// ---- Seed 001 (Fevga) --------------------------------------------------------------
+
+#[test]
+fn seed001_reaching_the_opponent_start_exactly_is_not_passing() {
+    // R8.2: the runner on 18 reaches own 12 with the 6 (empty here) but has not passed
+    // it, so the 5 must move it on too: 18/12 24/19 is not legal.
+    let p = pos!(fevga; white 24:14, 18:1; black 13:15);
+    let plays = assert_plays(&p, dice(6, 5), &["18/12/7"]);
+    assert_eq!(plays[0].notation, "18/12/7");
+    rejected(&p, dice(6, 5), "18/12 24/19");
+}
+
+#[test]
+fn seed001_once_passed_the_other_die_may_move_another_checker() {
+    // R8.2: the runner passes 12 with the 6 (18/12 is not enough, 13/7 is), after which
+    // the 1 may move any checker.
+    let p = pos!(fevga; white 24:14, 13:1; black 14:15);
+    let plays = legal_plays(&p, dice(6, 1)).unwrap();
+    let names = notations(&plays);
+    assert!(names.contains("13/7 24/23"), "{names:?}");
+    assert!(names.contains("13/7/6"), "{names:?}");
+    assert!(!names.iter().any(|n| n.starts_with("24/18")), "{names:?}");
+}
