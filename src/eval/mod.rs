@@ -3,6 +3,13 @@
 //! The contract used by the service and the tools. Implementations live in the
 //! sub-modules (bear-off database, neural nets, baselines, n-ply search).
 
+pub mod bearoff;
+pub mod engine;
+pub mod heuristic;
+pub mod pubeval;
+pub mod search;
+pub mod strength;
+
 use crate::rules::board::Board;
 use crate::rules::{Dice, Play, Position, RulesError, Variant};
 use std::time::Instant;

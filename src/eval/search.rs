@@ -1,0 +1,449 @@
+//! n-ply expectimax search over mover-relative boards (issue #4: plies 0, 1, 2).
+//!
+//! - 0 plies: the leaf value: exact bear-off database for a no-contact bear-off
+//!   ([`super::bearoff::is_no_contact_bearoff`]), else the static evaluator.
+//! - n plies (side X to roll): the average over X's 21 rolls (weight 1/36 for a
+//!   double, 2/36 otherwise) of X's best play, each play valued by its resulting
+//!   position evaluated at n − 1 plies (the other side to roll, mirrored and flipped
+//!   back). A play that ends the game is scored exactly (R5.5, R7).
+//! - Move filter (as GNU Backgammon): when the plays of a node are to be valued at
+//!   `m >= 1` plies, all are first valued at 0 plies, and only the best (at most
+//!   [`MoveFilter::keep`]) of those within [`MoveFilter::threshold`] equity of the best
+//!   are searched deeper; the best of them is the node's play.
+//! - A no-contact bear-off is exact at any depth: the search stops there.
+//!
+//! Plays are compared by cubeless Tavli equity ([`Probabilities::equity`]: a mars
+//! counts 2, no 3-point games, R7). The deadline is checked before each roll of each
+//! searched node and before each root candidate ([`EvalError::DeadlineExceeded`]).
+//!
+//! Allocation: buffers per depth are reused from a thread-local [`Scratch`]; after the
+//! first call a search allocates nothing.
+
+use super::bearoff::{is_no_contact_bearoff, BearoffDb};
+use super::{EvalError, Evaluator, Probabilities, MAX_PLIES};
+use crate::rules::board::{Board, RelOutcome};
+use crate::rules::movegen::{generate, RawPlay};
+use crate::rules::{Dice, Variant};
+use std::cell::RefCell;
+use std::time::Instant;
+
+/// Which plays of a node are searched deeper (see the module documentation).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MoveFilter {
+    /// At most this many plays (the best always included).
+    pub keep: usize,
+    /// Only plays within this equity (points) of the best at 0 plies.
+    pub threshold: f32,
+}
+
+impl Default for MoveFilter {
+    /// GNU Backgammon's usual 0-ply filter: 8 plays within 0.16.
+    fn default() -> Self {
+        MoveFilter {
+            keep: 8,
+            threshold: 0.16,
+        }
+    }
+}
+
+/// The weight of a roll among the 36: 1/36 for a double, 2/36 otherwise.
+#[inline]
+pub fn roll_weight(d: Dice) -> f32 {
+    if d.is_double() {
+        1.0 / 36.0
+    } else {
+        2.0 / 36.0
+    }
+}
+
+/// Probabilities, for the side that made the play, of a play that ended the game.
+#[inline]
+pub fn outcome_probabilities(o: RelOutcome) -> Probabilities {
+    match o {
+        RelOutcome::Win { points, .. } => Probabilities {
+            win: 1.0,
+            win_mars: if points >= 2 { 1.0 } else { 0.0 },
+            lose_mars: 0.0,
+            draw: 0.0,
+        },
+        RelOutcome::Draw => Probabilities {
+            draw: 1.0,
+            ..Probabilities::default()
+        },
+    }
+}
+
+/// Probabilities for the mover of a board whose game is over (R9), from
+/// [`Board::game_over_for_mover`]'s answer.
+#[inline]
+pub fn game_over_probabilities(mover_won: bool, o: RelOutcome) -> Probabilities {
+    let p = outcome_probabilities(o);
+    match o {
+        RelOutcome::Draw => p,
+        RelOutcome::Win { .. } if mover_won => p,
+        RelOutcome::Win { .. } => p.flip(),
+    }
+}
+
+/// Reusable buffers of one thread's searches.
+#[derive(Default)]
+pub struct Scratch {
+    plays: Vec<Vec<RawPlay>>,
+    scores: Vec<Vec<(f32, u32)>>,
+}
+
+impl Scratch {
+    fn take(&mut self, depth: usize) -> (Vec<RawPlay>, Vec<(f32, u32)>) {
+        while self.plays.len() <= depth {
+            self.plays.push(Vec::with_capacity(64));
+            self.scores.push(Vec::with_capacity(64));
+        }
+        (
+            std::mem::take(&mut self.plays[depth]),
+            std::mem::take(&mut self.scores[depth]),
+        )
+    }
+
+    fn give(&mut self, depth: usize, plays: Vec<RawPlay>, scores: Vec<(f32, u32)>) {
+        self.plays[depth] = plays;
+        self.scores[depth] = scores;
+    }
+}
+
+thread_local! {
+    static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
+}
+
+/// Runs `f` with this thread's scratch buffers (not re-entrant: `f` must not call
+/// `with_scratch` again).
+pub fn with_scratch<R>(f: impl FnOnce(&mut Scratch) -> R) -> R {
+    SCRATCH.with(|s| f(&mut s.borrow_mut()))
+}
+
+/// The search of one variant: leaf evaluators and filter.
+#[derive(Clone, Copy)]
+pub struct Search<'a> {
+    /// The variant searched.
+    pub variant: Variant,
+    /// The exact bear-off database.
+    pub bearoff: &'static BearoffDb,
+    /// The static evaluator of contact positions (`None`: contact positions are
+    /// [`EvalError::Unavailable`]).
+    pub static_eval: Option<&'a dyn Evaluator>,
+    /// The filter of every searched node.
+    pub filter: MoveFilter,
+    /// Give up after this instant.
+    pub deadline: Option<Instant>,
+}
+
+impl<'a> Search<'a> {
+    #[inline]
+    fn check_deadline(&self) -> Result<(), EvalError> {
+        match self.deadline {
+            Some(d) if Instant::now() >= d => Err(EvalError::DeadlineExceeded),
+            _ => Ok(()),
+        }
+    }
+
+    /// The 0-ply value of a board (mover to roll, game not over).
+    #[inline]
+    pub fn leaf(&self, board: &Board) -> Result<Probabilities, EvalError> {
+        if let Some(p) = self.bearoff.eval_board(self.variant, board) {
+            return Ok(p);
+        }
+        match self.static_eval {
+            Some(e) => Ok(e.eval_board(self.variant, board)),
+            None => Err(EvalError::Unavailable(format!(
+                "no static evaluator for {} contact positions",
+                self.variant
+            ))),
+        }
+    }
+
+    /// Probabilities for the mover of `board` (to roll; its game must not be over),
+    /// searched `plies` deep (capped at [`MAX_PLIES`]).
+    pub fn evaluate(
+        &self,
+        scratch: &mut Scratch,
+        board: &Board,
+        plies: u8,
+    ) -> Result<Probabilities, EvalError> {
+        self.eval_at(scratch, board, plies.min(MAX_PLIES), 0)
+    }
+
+    fn eval_at(
+        &self,
+        scratch: &mut Scratch,
+        board: &Board,
+        plies: u8,
+        depth: usize,
+    ) -> Result<Probabilities, EvalError> {
+        if plies == 0 || is_no_contact_bearoff(self.variant, board) {
+            return self.leaf(board);
+        }
+        let (mut plays, mut scores) = scratch.take(depth);
+        let mut acc = [0f32; 4];
+        let mut result = Ok(());
+        for roll in Dice::all_rolls() {
+            if let Err(e) = self.check_deadline() {
+                result = Err(e);
+                break;
+            }
+            plays.clear();
+            generate(self.variant, board, roll, &mut plays);
+            match self.best_of(scratch, &plays, &mut scores, plies - 1, depth + 1) {
+                Ok((_, p)) => {
+                    let w = roll_weight(roll);
+                    acc[0] += w * p.win;
+                    acc[1] += w * p.win_mars;
+                    acc[2] += w * p.lose_mars;
+                    acc[3] += w * p.draw;
+                }
+                Err(e) => {
+                    result = Err(e);
+                    break;
+                }
+            }
+        }
+        scratch.give(depth, plays, scores);
+        result?;
+        Ok(Probabilities {
+            win: acc[0].clamp(0.0, 1.0),
+            win_mars: acc[1].clamp(0.0, acc[0].clamp(0.0, 1.0)),
+            lose_mars: acc[2].clamp(0.0, 1.0),
+            draw: acc[3].clamp(0.0, 1.0),
+        })
+    }
+
+    /// The value, for the side that made it, of `play` when its resulting position is
+    /// evaluated at `plies` (exact when the play ended the game).
+    #[inline]
+    fn play_value_at(
+        &self,
+        scratch: &mut Scratch,
+        play: &RawPlay,
+        plies: u8,
+        depth: usize,
+    ) -> Result<Probabilities, EvalError> {
+        if let Some(o) = play.outcome {
+            return Ok(outcome_probabilities(o));
+        }
+        let child = play.board.mirror(self.variant);
+        if let Some((won, o)) = child.game_over_for_mover(self.variant) {
+            return Ok(game_over_probabilities(won, o).flip());
+        }
+        Ok(self.eval_at(scratch, &child, plies, depth)?.flip())
+    }
+
+    /// The value of a play for the side that made it, its resulting position searched
+    /// `plies` deep (capped at [`MAX_PLIES`]).
+    pub fn play_value(
+        &self,
+        scratch: &mut Scratch,
+        play: &RawPlay,
+        plies: u8,
+    ) -> Result<Probabilities, EvalError> {
+        self.play_value_at(scratch, play, plies.min(MAX_PLIES), 0)
+    }
+
+    /// Scores every play at 0 plies into `scores` as `(equity, index)`, best first
+    /// (ties keep generation order).
+    fn score_all(
+        &self,
+        scratch: &mut Scratch,
+        plays: &[RawPlay],
+        scores: &mut Vec<(f32, u32)>,
+        depth: usize,
+    ) -> Result<(), EvalError> {
+        scores.clear();
+        for (i, p) in plays.iter().enumerate() {
+            let v = self.play_value_at(scratch, p, 0, depth)?;
+            scores.push((v.equity(), i as u32));
+        }
+        scores.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        Ok(())
+    }
+
+    /// How many of the sorted `scores` pass the filter (at least 1).
+    #[inline]
+    fn candidates(&self, scores: &[(f32, u32)]) -> usize {
+        let best = scores[0].0;
+        scores
+            .iter()
+            .take(self.filter.keep.max(1))
+            .take_while(|s| s.0 >= best - self.filter.threshold)
+            .count()
+            .max(1)
+    }
+
+    /// The best play of `plays` valued at `plies`: `(index, value)`.
+    fn best_of(
+        &self,
+        scratch: &mut Scratch,
+        plays: &[RawPlay],
+        scores: &mut Vec<(f32, u32)>,
+        plies: u8,
+        depth: usize,
+    ) -> Result<(usize, Probabilities), EvalError> {
+        if plies == 0 {
+            let mut best: Option<(usize, Probabilities, f32)> = None;
+            for (i, p) in plays.iter().enumerate() {
+                let v = self.play_value_at(scratch, p, 0, depth)?;
+                let e = v.equity();
+                if best.is_none_or(|b| e > b.2) {
+                    best = Some((i, v, e));
+                }
+            }
+            let (i, v, _) = best.expect("generate gives at least one play");
+            return Ok((i, v));
+        }
+        self.score_all(scratch, plays, scores, depth)?;
+        let n = self.candidates(scores);
+        if n == 1 {
+            let i = scores[0].1 as usize;
+            return Ok((i, self.play_value_at(scratch, &plays[i], plies, depth)?));
+        }
+        let mut best: Option<(usize, Probabilities, f32)> = None;
+        for &(_, i) in &scores[..n] {
+            let i = i as usize;
+            let v = self.play_value_at(scratch, &plays[i], plies, depth)?;
+            let e = v.equity();
+            if best.is_none_or(|b| e > b.2) {
+                best = Some((i, v, e));
+            }
+        }
+        let (i, v, _) = best.expect("at least one candidate");
+        Ok((i, v))
+    }
+
+    /// Ranks `plays` (all legal plays of one roll) for their mover, best first, into
+    /// `out` as `(index into plays, value for the mover, plies searched)`.
+    ///
+    /// At 0 plies every play is valued statically. At `plies >= 1` every play is first
+    /// valued at 0 plies; the filter's candidates are then searched at `plies` and
+    /// listed first (best first by their deep equity), followed by the others with
+    /// their 0-ply values (best first), as GNU Backgammon lists them.
+    pub fn rank(
+        &self,
+        scratch: &mut Scratch,
+        plays: &[RawPlay],
+        plies: u8,
+        out: &mut Vec<(usize, Probabilities, u8)>,
+    ) -> Result<(), EvalError> {
+        let plies = plies.min(MAX_PLIES);
+        out.clear();
+        let (p0, mut scores) = scratch.take(0);
+        scratch.plays[0] = p0;
+        let r = self.rank_into(scratch, plays, plies, &mut scores, out);
+        scratch.scores[0] = scores;
+        r
+    }
+
+    fn rank_into(
+        &self,
+        scratch: &mut Scratch,
+        plays: &[RawPlay],
+        plies: u8,
+        scores: &mut Vec<(f32, u32)>,
+        out: &mut Vec<(usize, Probabilities, u8)>,
+    ) -> Result<(), EvalError> {
+        scores.clear();
+        for (i, p) in plays.iter().enumerate() {
+            let v = self.play_value_at(scratch, p, 0, 1)?;
+            scores.push((v.equity(), i as u32));
+            out.push((i, v, 0));
+        }
+        scores.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        if plies > 0 {
+            let n = self.candidates(scores);
+            for &(_, i) in &scores[..n] {
+                self.check_deadline()?;
+                let i = i as usize;
+                let v = self.play_value_at(scratch, &plays[i], plies, 1)?;
+                out[i] = (i, v, plies);
+            }
+        }
+        out.sort_by(|a, b| {
+            b.2.cmp(&a.2)
+                .then(b.1.equity().total_cmp(&a.1.equity()))
+                .then(a.0.cmp(&b.0))
+        });
+        Ok(())
+    }
+
+    /// The best play of `plays` for their mover at `plies` (the first of [`rank`](Self::rank),
+    /// without sorting the rest): `(index, value)`.
+    pub fn best_play(
+        &self,
+        scratch: &mut Scratch,
+        plays: &[RawPlay],
+        plies: u8,
+    ) -> Result<(usize, Probabilities), EvalError> {
+        let (p0, mut scores) = scratch.take(0);
+        scratch.plays[0] = p0;
+        let r = self.best_of(scratch, plays, &mut scores, plies.min(MAX_PLIES), 1);
+        scratch.scores[0] = scores;
+        r
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::eval::pubeval::PubEval;
+    use crate::rules::{Position, Side};
+
+    fn search(variant: Variant, e: &dyn Evaluator) -> Search<'_> {
+        Search {
+            variant,
+            bearoff: BearoffDb::global(),
+            static_eval: Some(e),
+            filter: MoveFilter::default(),
+            deadline: None,
+        }
+    }
+
+    #[test]
+    fn one_ply_of_a_bearoff_equals_the_database() {
+        // Exact at any depth: a no-contact bear-off is answered by the database.
+        let mut pos = Position::empty(Variant::Portes, Side::White);
+        pos.add(Side::White, 6, 1).add(Side::Black, 19, 1);
+        pos.off = [14, 14];
+        let b = Board::from_position(&pos, Side::White);
+        let s = search(Variant::Portes, &PubEval);
+        let mut sc = Scratch::default();
+        let p1 = s.evaluate(&mut sc, &b, 1).unwrap();
+        assert!((p1.win - 13.0 / 16.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn one_ply_is_the_average_of_best_replies() {
+        let pos = Position::start(Variant::Portes, Side::White);
+        let b = Board::from_position(&pos, Side::White);
+        let s = search(Variant::Portes, &PubEval);
+        let mut sc = Scratch::default();
+        let p1 = s.evaluate(&mut sc, &b, 1).unwrap();
+        // By hand: the same average computed with best_play per roll.
+        let mut want = 0f32;
+        let mut plays = Vec::new();
+        for roll in Dice::all_rolls() {
+            plays.clear();
+            generate(Variant::Portes, &b, roll, &mut plays);
+            let (_, v) = s.best_play(&mut sc, &plays, 0).unwrap();
+            want += roll_weight(roll) * v.win;
+        }
+        assert!((p1.win - want).abs() < 1e-5, "{} vs {want}", p1.win);
+    }
+
+    #[test]
+    fn deadline_in_the_past_is_exceeded() {
+        let pos = Position::start(Variant::Portes, Side::White);
+        let b = Board::from_position(&pos, Side::White);
+        let mut s = search(Variant::Portes, &PubEval);
+        s.deadline = Some(Instant::now());
+        let mut sc = Scratch::default();
+        assert_eq!(s.evaluate(&mut sc, &b, 2), Err(EvalError::DeadlineExceeded));
+        // 0 plies never searches: no deadline check needed.
+        assert!(s.evaluate(&mut sc, &b, 0).is_ok());
+    }
+}
