@@ -107,16 +107,17 @@ pub fn for_each_step(
     die: u8,
     f: impl FnMut(Board, RawMove, Option<RelOutcome>),
 ) {
-    for_each_step_from_at_most(variant, b, die, BAR, f)
+    for_each_step_in(variant, b, die, 1, BAR, f)
 }
 
-/// [`for_each_step`] restricted to sources `<= max_from` (used to generate the moves
-/// of a double in non-increasing source order).
+/// [`for_each_step`] restricted to sources in `min_from..=max_from` (used to skip
+/// move orders that can only repeat plays already generated).
 #[inline]
-fn for_each_step_from_at_most(
+fn for_each_step_in(
     variant: Variant,
     b: &Board,
     die: u8,
+    min_from: usize,
     max_from: usize,
     mut f: impl FnMut(Board, RawMove, Option<RelOutcome>),
 ) {
@@ -132,7 +133,7 @@ fn for_each_step_from_at_most(
     } else {
         (1, 24)
     };
-    let hi = hi.min(max_from);
+    let (lo, hi) = (lo.max(min_from), hi.min(max_from));
     // Highest occupied own point, pinned checkers and the bar included (R6, R5.4):
     // sources are visited from the highest down, so the first occupied one found is
     // the highest free checker, unless a checker stands above the visited range.
@@ -149,10 +150,10 @@ fn for_each_step_from_at_most(
             highest = above.max(pinned_high);
         }
     }
-    for from in (lo..=hi).rev() {
-        if b.own[from] == 0 {
-            continue;
-        }
+    let mut sources = occupied_mask(&b.own) & range_mask(lo, hi);
+    while sources != 0 {
+        let from = 31 - sources.leading_zeros() as usize;
+        sources ^= 1 << from;
         if highest == usize::MAX {
             highest = from.max(pinned_high);
         }
@@ -212,6 +213,33 @@ fn for_each_step_from_at_most(
         };
         f(nb, mv, outcome);
     }
+}
+
+/// Bit `i` set when `counts[i] != 0`, for `i` in 0..=25 (SWAR over 8-byte words).
+#[inline]
+fn occupied_mask(counts: &[u8; 26]) -> u32 {
+    const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+    const GATHER: u64 = 0x0102_0408_1020_4080;
+    let mut mask = 0u32;
+    for (w, chunk) in counts[..24].chunks_exact(8).enumerate() {
+        let x = u64::from_le_bytes(chunk.try_into().expect("8 bytes"));
+        // High bit of each byte set when the byte is non-zero.
+        let hi = ((x & LOW7).wrapping_add(LOW7) | x) & !LOW7;
+        // Gather the eight high bits into one byte (bit k = byte k).
+        let bits = ((hi >> 7).wrapping_mul(GATHER) >> 56) as u32;
+        mask |= bits << (8 * w);
+    }
+    mask |= ((counts[24] != 0) as u32) << 24 | ((counts[25] != 0) as u32) << 25;
+    mask
+}
+
+/// Bits `lo..=hi` set (empty when `lo > hi`).
+#[inline]
+fn range_mask(lo: usize, hi: usize) -> u32 {
+    if lo > hi {
+        return 0;
+    }
+    (u32::MAX >> (31 - hi)) & !((1u32 << lo) - 1)
 }
 
 /// R8.4: if all 15 opposing checkers stand on one point and the six points in front
@@ -422,41 +450,58 @@ fn expand_level(
     mode: Expand,
 ) {
     for node in from {
-        if node.play.outcome.is_some() {
-            continue;
-        }
-        let parent = &node.play.board;
         let max_from = if mode == Expand::NonIncreasing {
             node.last_from as usize
         } else {
             BAR
         };
-        for_each_step_from_at_most(
-            variant,
-            parent,
-            die,
-            max_from,
-            |nb, mv, outcome| match mode {
-                Expand::Dedupe => {
-                    let key = child_key(node.key, parent, &nb, mv);
-                    seen.insert_with(key, &nb, to, || Node {
-                        key,
-                        play: node.play.child(nb, mv, outcome),
-                        last_from: mv.from,
-                    });
-                }
-                Expand::All | Expand::NonIncreasing => to.push(Node {
-                    key: if mode == Expand::All {
-                        child_key(node.key, parent, &nb, mv)
-                    } else {
-                        0
-                    },
+        expand_node(variant, node, die, 1, max_from, to, seen, mode);
+    }
+}
+
+/// Expands one node by `die` from sources in `min_from..=max_from`.
+#[inline]
+#[allow(clippy::too_many_arguments)]
+fn expand_node(
+    variant: Variant,
+    node: &Node,
+    die: u8,
+    min_from: usize,
+    max_from: usize,
+    to: &mut Vec<Node>,
+    seen: &mut KeySet,
+    mode: Expand,
+) {
+    if node.play.outcome.is_some() {
+        return;
+    }
+    let parent = &node.play.board;
+    for_each_step_in(
+        variant,
+        parent,
+        die,
+        min_from,
+        max_from,
+        |nb, mv, outcome| match mode {
+            Expand::Dedupe => {
+                let key = child_key(node.key, parent, &nb, mv);
+                seen.insert_with(key, &nb, to, || Node {
+                    key,
                     play: node.play.child(nb, mv, outcome),
                     last_from: mv.from,
-                }),
-            },
-        );
-    }
+                });
+            }
+            Expand::All | Expand::NonIncreasing => to.push(Node {
+                key: if mode == Expand::All {
+                    child_key(node.key, parent, &nb, mv)
+                } else {
+                    0
+                },
+                play: node.play.child(nb, mv, outcome),
+                last_from: mv.from,
+            }),
+        },
+    );
 }
 
 /// Whether the moves of a double may be generated in non-increasing source order
@@ -539,7 +584,41 @@ pub fn generate(variant: Variant, board: &Board, dice: Dice, out: &mut Vec<RawPl
             expand_level(variant, l0, low, l_low, &mut s.seen, Expand::All);
             s.seen.reset((l_high.len() + l_low.len()) * 8);
             expand_level(variant, l_high, low, l2, &mut s.seen, Expand::Dedupe);
-            expand_level(variant, l_low, high, l2, &mut s.seen, Expand::Dedupe);
+            if board.own[BAR] == 0 && non_increasing_is_complete(variant, board, low) {
+                // Smaller die first, then the larger: when moves commute (see
+                // `non_increasing_is_complete`), a larger-die move that did not need the
+                // smaller one first gives a play already found above. Only bear-offs
+                // (sources 1..=high, whose legality may depend on the first move) and
+                // the same checker moving on (from a point empty before the turn) can
+                // give new plays.
+                for node in l_low.iter() {
+                    expand_node(
+                        variant,
+                        node,
+                        high,
+                        1,
+                        high as usize,
+                        l2,
+                        &mut s.seen,
+                        Expand::Dedupe,
+                    );
+                    let landed = node.play.moves[0].to as usize;
+                    if landed > high as usize && board.own[landed] == 0 {
+                        expand_node(
+                            variant,
+                            node,
+                            high,
+                            landed,
+                            landed,
+                            l2,
+                            &mut s.seen,
+                            Expand::Dedupe,
+                        );
+                    }
+                }
+            } else {
+                expand_level(variant, l_low, high, l2, &mut s.seen, Expand::Dedupe);
+            }
             // Both dice if possible, else the larger, else the smaller, else pass (R3).
             [&*l2, &*l_high, &*l_low, &*l0]
                 .into_iter()
