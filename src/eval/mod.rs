@@ -3,6 +3,10 @@
 //! The contract used by the service and the tools. Implementations live in the
 //! sub-modules (bear-off database, neural nets, baselines, n-ply search).
 
+pub mod inputs;
+pub mod net;
+pub mod td;
+
 pub mod bearoff;
 pub mod engine;
 pub mod heuristic;

@@ -1,0 +1,298 @@
+//! Neural-net input encoding of a mover-relative [`Board`].
+//!
+//! Source: the truncated unary point encoding of TD-Gammon (Tesauro 1992, 1995) as
+//! used by GNU Backgammon and wildbg: for a count `x` of checkers of one side on one
+//! point, four units `x>=1`, `x>=2`, `x>=3`, `(x-3)/2` for `x>3` (else 0).
+//!
+//! Layout (indices into the input vector, `i` = own point 1..=24 of the mover):
+//!
+//! | range | all variants |
+//! |---|---|
+//! | `(i-1)*8 + 0..4` | mover's free checkers on point `i`, 4 unary units |
+//! | `(i-1)*8 + 4..8` | opponent's free checkers on point `i` (mover's numbering) |
+//!
+//! then the per-variant features from index 192:
+//!
+//! - **Portes** (204 inputs): 192..196 mover's bar (4 unary units), 196..200
+//!   opponent's bar, 200/201 mover/opponent off ÷ 15, 202/203 mover/opponent has
+//!   borne off at least one (a mars is no longer possible against it, R7).
+//! - **Plakoto** (248 inputs): 192..216 a mover checker pinned on point `i`
+//!   (`192 + i - 1`), 216..240 an opponent checker pinned on point `i`, 240/241 off
+//!   ÷ 15, 242/243 off ≥ 1, 244 the mover's mother is pinned (own 24), 245 the
+//!   opponent's mother is pinned (own 1), 246/247 the mover / the opponent has no
+//!   checker left on its own start point (pinning the other mother then wins, R5.5).
+//! - **Fevga** (200 inputs): 192/193 off ÷ 15, 194/195 off ≥ 1, 196 all 15 mover
+//!   checkers still on its start, 197 the mover's first checker has not yet passed
+//!   the opponent's start (R8.2), 198/199 the same two flags for the opponent.
+//!
+//! The encoding is sparse ([`SparseInputs`]: only non-zero units, in increasing index
+//! order), built with lookup tables by count and no allocation.
+
+use crate::rules::board::{flip_index, Board, BAR, OFF};
+use crate::rules::Variant;
+
+/// The largest input count of any variant (Plakoto).
+pub const MAX_INPUTS: usize = 248;
+
+/// Index of the first per-variant feature (after 24 points × 2 sides × 4 units).
+pub const POINT_INPUTS: usize = 192;
+
+/// Capacity of [`SparseInputs`]: [`MAX_INPUTS`] plus slack for branch-free writes.
+const CAP: usize = MAX_INPUTS + 8;
+
+/// Number of inputs of the net of `variant`: Portes 204, Plakoto 248, Fevga 200.
+pub const fn num_inputs(variant: Variant) -> usize {
+    match variant {
+        Variant::Portes => 204,
+        Variant::Plakoto => 248,
+        Variant::Fevga => 200,
+    }
+}
+
+/// The four unary units for a count 0..=15.
+const UNARY: [[f32; 4]; 16] = {
+    let mut t = [[0.0f32; 4]; 16];
+    let mut c = 1;
+    while c < 16 {
+        t[c][0] = 1.0;
+        if c >= 2 {
+            t[c][1] = 1.0;
+        }
+        if c >= 3 {
+            t[c][2] = 1.0;
+        }
+        if c >= 4 {
+            t[c][3] = (c as f32 - 3.0) / 2.0;
+        }
+        c += 1;
+    }
+    t
+};
+
+/// How many of the four unary units are non-zero for a count 0..=15: `min(c, 4)`.
+const UNITS: [usize; 16] = [0, 1, 2, 3, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4];
+
+/// A sparse input vector: `idx[k]`, `val[k]` for `k < len`, indices increasing and
+/// values non-zero. Fixed size, so it lives on the stack.
+#[derive(Clone, Copy, Debug)]
+pub struct SparseInputs {
+    /// Input indices, `< num_inputs(variant)`.
+    pub idx: [u16; CAP],
+    /// Input values (unit activations).
+    pub val: [f32; CAP],
+    /// Number of used entries.
+    pub len: usize,
+}
+
+impl Default for SparseInputs {
+    fn default() -> Self {
+        SparseInputs {
+            idx: [0; CAP],
+            val: [0.0; CAP],
+            len: 0,
+        }
+    }
+}
+
+impl SparseInputs {
+    /// The used `(index, value)` pairs.
+    pub fn iter(&self) -> impl Iterator<Item = (usize, f32)> + '_ {
+        self.idx[..self.len]
+            .iter()
+            .zip(&self.val[..self.len])
+            .map(|(&i, &v)| (i as usize, v))
+    }
+
+    /// Appends the unary units of `count` at `base..base+4` (only the non-zero ones
+    /// are kept: all four are written, `len` advances by their number).
+    #[inline(always)]
+    fn unary(&mut self, base: usize, count: u8) {
+        let c = (count as usize).min(15);
+        let u = &UNARY[c];
+        let n = self.len;
+        for (k, &x) in u.iter().enumerate() {
+            self.idx[n + k] = (base + k) as u16;
+            self.val[n + k] = x;
+        }
+        self.len = n + UNITS[c];
+    }
+
+    /// Appends `value` at `index` when `keep` (branch-free).
+    #[inline(always)]
+    fn push_if(&mut self, index: usize, value: f32, keep: bool) {
+        self.idx[self.len] = index as u16;
+        self.val[self.len] = value;
+        self.len += keep as usize;
+    }
+
+    /// Appends a binary unit.
+    #[inline(always)]
+    fn flag(&mut self, index: usize, on: bool) {
+        self.push_if(index, 1.0, on);
+    }
+
+    /// Appends every set bit `i` (1..=24) of `mask` as unit `base + i - 1`.
+    #[inline(always)]
+    fn bits(&mut self, base: usize, mask: u32) {
+        let mut m = mask & 0x01ff_fffe;
+        while m != 0 {
+            let i = m.trailing_zeros() as usize;
+            self.idx[self.len] = (base + i - 1) as u16;
+            self.val[self.len] = 1.0;
+            self.len += 1;
+            m &= m - 1;
+        }
+    }
+}
+
+/// Encodes `board` (the mover's view, game not over) for the net of `variant`.
+pub fn encode(variant: Variant, board: &Board, out: &mut SparseInputs) {
+    out.len = 0;
+    for i in 1..=24 {
+        out.unary((i - 1) * 8, board.own[i]);
+        out.unary((i - 1) * 8 + 4, board.opp[i]);
+    }
+    let b = POINT_INPUTS;
+    let (own_off, opp_off) = (board.own[OFF], board.opp[OFF]);
+    match variant {
+        Variant::Portes => {
+            out.unary(b, board.own[BAR]);
+            out.unary(b + 4, board.opp[BAR]);
+            off_units(out, b + 8, own_off, opp_off);
+        }
+        Variant::Plakoto => {
+            out.bits(b, board.own_pinned);
+            out.bits(b + 24, board.opp_pinned);
+            off_units(out, b + 48, own_off, opp_off);
+            out.flag(b + 52, board.own_pinned >> 24 & 1 == 1);
+            out.flag(b + 53, board.opp_pinned >> 1 & 1 == 1);
+            out.flag(b + 54, board.own_at(24) == 0);
+            out.flag(b + 55, board.opp_at(1) == 0);
+        }
+        Variant::Fevga => {
+            off_units(out, b, own_off, opp_off);
+            // The opponent's own point j is the mover's flip_index(j) (R1).
+            let opp_own = |j: usize| board.opp[flip_index(Variant::Fevga, j)];
+            let own_runner = (12..=23).any(|p| board.own[p] > 0);
+            let opp_runner = (12..=23).any(|j| opp_own(j) > 0);
+            out.flag(b + 4, board.own[24] == 15);
+            out.flag(b + 5, board.own[24] == 14 && own_runner);
+            out.flag(b + 6, opp_own(24) == 15);
+            out.flag(b + 7, opp_own(24) == 14 && opp_runner);
+        }
+    }
+}
+
+/// Off counts ÷ 15 and "at least one off" flags at `base..base+4`.
+#[inline(always)]
+fn off_units(out: &mut SparseInputs, base: usize, own_off: u8, opp_off: u8) {
+    out.push_if(base, own_off as f32 / 15.0, own_off > 0);
+    out.push_if(base + 1, opp_off as f32 / 15.0, opp_off > 0);
+    out.flag(base + 2, own_off > 0);
+    out.flag(base + 3, opp_off > 0);
+}
+
+/// Dense form of [`encode`]: `out[..num_inputs(variant)]` is the input vector, the
+/// rest is zero.
+pub fn encode_dense(variant: Variant, board: &Board, out: &mut [f32; MAX_INPUTS]) {
+    let mut s = SparseInputs::default();
+    encode(variant, board, &mut s);
+    out.fill(0.0);
+    for (i, v) in s.iter() {
+        out[i] = v;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rules::{Position, Side};
+
+    fn start(v: Variant) -> Board {
+        Board::from_position(&Position::start(v, Side::White), Side::White)
+    }
+
+    #[test]
+    fn unary_table() {
+        assert_eq!(UNARY[0], [0.0, 0.0, 0.0, 0.0]);
+        assert_eq!(UNARY[1], [1.0, 0.0, 0.0, 0.0]);
+        assert_eq!(UNARY[3], [1.0, 1.0, 1.0, 0.0]);
+        assert_eq!(UNARY[5], [1.0, 1.0, 1.0, 1.0]);
+        assert_eq!(UNARY[15], [1.0, 1.0, 1.0, 6.0]);
+    }
+
+    #[test]
+    fn portes_start() {
+        let mut x = [0.0; MAX_INPUTS];
+        encode_dense(Variant::Portes, &start(Variant::Portes), &mut x);
+        // Own 2 on 24, 5 on 13, 3 on 8, 5 on 6.
+        assert_eq!(&x[23 * 8..23 * 8 + 4], &[1.0, 1.0, 0.0, 0.0]);
+        assert_eq!(&x[12 * 8..12 * 8 + 4], &[1.0, 1.0, 1.0, 1.0]);
+        assert_eq!(&x[7 * 8..7 * 8 + 4], &[1.0, 1.0, 1.0, 0.0]);
+        // Opponent 2 on own 1, 5 on own 6's mirror (own 19).
+        assert_eq!(&x[4..8], &[1.0, 1.0, 0.0, 0.0]);
+        assert_eq!(&x[18 * 8 + 4..18 * 8 + 8], &[1.0, 1.0, 1.0, 1.0]);
+        // Sum of all units: per side 2 + 4.5 + 3 + 4.5 (unary of 2, 5, 3, 5).
+        let sum: f32 = x.iter().sum();
+        assert_eq!(sum, 2.0 * (2.0 + 4.0 + 3.0 + 4.0));
+        assert!(x[POINT_INPUTS..].iter().all(|&v| v == 0.0));
+    }
+
+    #[test]
+    fn plakoto_pins_and_mothers() {
+        let mut b = start(Variant::Plakoto);
+        // Mover's mother pinned by the opponent on own 24, 14 free still there.
+        b.own[24] = 0;
+        b.own[20] = 13;
+        b.own_pinned = 1 << 24;
+        b.opp[1] = 13;
+        b.opp[24] = 1;
+        b.opp_pinned = 1 << 5;
+        b.own[5] = 1;
+        b.opp[1] -= 1; // the pinned opponent checker is counted only in the mask
+        let mut x = [0.0; MAX_INPUTS];
+        encode_dense(Variant::Plakoto, &b, &mut x);
+        assert_eq!(x[192 + 23], 1.0, "own pinned on 24");
+        assert_eq!(x[216 + 4], 1.0, "opp pinned on 5");
+        assert_eq!(x[244], 1.0, "own mother pinned");
+        assert_eq!(x[245], 0.0);
+        assert_eq!(x[246], 0.0, "the pinned mother still stands on 24");
+        assert_eq!(x[247], 0.0);
+        let ones = x[192..240].iter().filter(|&&v| v == 1.0).count();
+        assert_eq!(ones, 2);
+    }
+
+    #[test]
+    fn fevga_first_checker_flags() {
+        let b = start(Variant::Fevga);
+        let mut x = [0.0; MAX_INPUTS];
+        encode_dense(Variant::Fevga, &b, &mut x);
+        assert_eq!(&x[196..200], &[1.0, 0.0, 1.0, 0.0]);
+        // Mover's runner on own 15: pending; opponent's runner on its own 13 = mover 1.
+        let mut b2 = b;
+        b2.own[24] = 14;
+        b2.own[15] = 1;
+        b2.opp[12] = 14;
+        b2.opp[1] = 1;
+        encode_dense(Variant::Fevga, &b2, &mut x);
+        assert_eq!(&x[196..200], &[0.0, 1.0, 0.0, 1.0]);
+        // Runner passed (own 11): not pending.
+        b2.own[15] = 0;
+        b2.own[11] = 1;
+        encode_dense(Variant::Fevga, &b2, &mut x);
+        assert_eq!(&x[196..200], &[0.0, 0.0, 0.0, 1.0]);
+    }
+
+    #[test]
+    fn sparse_is_sorted_and_bounded() {
+        for v in Variant::ALL {
+            let mut s = SparseInputs::default();
+            let mut b = start(v);
+            b.own[OFF] = 3;
+            b.own[24] -= 3;
+            encode(v, &b, &mut s);
+            assert!(s.idx[..s.len].windows(2).all(|w| w[0] < w[1]));
+            assert!(s.iter().all(|(i, x)| i < num_inputs(v) && x != 0.0));
+        }
+    }
+}
