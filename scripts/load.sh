@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# Load test of the tavli-engine gRPC server (loopback only), with h2load.
+#
+#   scripts/load.sh                  # ~75 s + build: Health baseline vs ListLegalPlays, the mix
+#                                    #   at saturation, then at 80 % of it (p99)
+#   scripts/load.sh --soak 600       # 10 min at saturation: zero failed calls, RSS flat
+#   scripts/load.sh --no-build --keep-logs --out /tmp/load
+#   RUST_LOG=warn scripts/load.sh    # the server without its per-call info log line
+#
+# The server: `cargo build --release` (unless --no-build), then target/release/tavli-engine
+# on 127.0.0.1:$GRPC_PORT (gRPC) and 127.0.0.1:$METRICS_PORT (/metrics), defaults 50571 and
+# 19571, stopped with SIGTERM at the end. Requests: pre-encoded gRPC bodies from positions
+# of seeded random-play games of Portes, Plakoto and Fevga (scripts/load/corpus.py, via the
+# server's CLI). The judge of success is the server's grpc_server_handled_total before and
+# after every phase (h2load cannot read grpc-status): the run fails (exit 1) if any call was
+# not OK; missed performance targets are printed as MISS but do not fail it.
+# Evaluate is part of the mix (plies 0, ranking the roll's plays) only when the server
+# answers it; while it answers UNIMPLEMENTED that is reported and it is left out.
+#
+# Options: --soak SECONDS, --seconds S (one phase, default 6), --rounds N (baseline, 3),
+#   --clients C / --streams M (h2load -c / -m, default 4 x 16 = 64 calls in flight, under
+#   the server's concurrency limit of 256), --mix L:A:E (ListLegalPlays:ApplyPlay:Evaluate
+#   request weights, default 60:30:10), --no-build, --bin PATH, --out DIR
+#   (default target/load/<time>), --keep-logs (h2load per-request logs), --seed N,
+#   --nice N (server and h2load under `nice -n N`; negative N, as root, is a diagnostic
+#   that shows the service with less interference from the rest of a shared machine).
+# Needs: cargo, python3 (standard library only), curl, h2load (Debian nghttp2-client:
+#   installed with apt-get when missing, which needs root).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+GRPC_PORT=${GRPC_PORT:-50571}
+METRICS_PORT=${METRICS_PORT:-19571}
+BIN=$ROOT/target/release/tavli-engine
+BUILD=1
+OUT=
+SEED=2026
+KEEP=0
+NICE=()
+DRIVE=()
+while (($#)); do
+  case $1 in
+    --soak) DRIVE+=(--soak "$2"); shift 2 ;;
+    --seconds|--rounds|--clients|--streams|--mix|--sample-every) DRIVE+=("$1" "$2"); shift 2 ;;
+    --keep-logs) DRIVE+=("$1"); KEEP=1; shift ;;
+    --no-build) BUILD=0; shift ;;
+    --bin) BIN=$2; BUILD=0; shift 2 ;;
+    --out) OUT=$2; shift 2 ;;
+    --seed) SEED=$2; shift 2 ;;
+    --nice) NICE=(nice -n "$2"); shift 2 ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) echo "load.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
+  esac
+done
+OUT=${OUT:-$ROOT/target/load/$(date +%Y%m%d-%H%M%S)}
+mkdir -p "$OUT"
+
+if ! command -v h2load >/dev/null; then
+  echo "load.sh: installing h2load (nghttp2-client)"
+  apt-get install -y -qq nghttp2-client >/dev/null 2>&1 \
+    || { apt-get update -qq && apt-get install -y -qq nghttp2-client >/dev/null; }
+fi
+for t in python3 curl h2load; do
+  command -v $t >/dev/null || { echo "load.sh: $t is missing" >&2; exit 2; }
+done
+
+if ((BUILD)); then
+  (cd "$ROOT" && cargo build --release --bin tavli-engine)
+fi
+[[ -x $BIN ]] || { echo "load.sh: no server binary at $BIN" >&2; exit 2; }
+
+echo "load.sh: $(uptime | sed 's/^ *//')"
+echo "load.sh: server $BIN ($(stat -c %y "$BIN" | cut -d. -f1), sha256 $(sha256sum "$BIN" | cut -c1-12)), repo at $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')$(git -C "$ROOT" status --porcelain -- src Cargo.toml 2>/dev/null | grep -q . && echo ' + uncommitted src changes')"
+echo "load.sh: results in $OUT"
+python3 "$ROOT/scripts/load/corpus.py" --bin "$BIN" --out "$OUT/corpus" --seed "$SEED"
+
+# The server, ours alone: started here, stopped by pid.
+TAVLI_GRPC_ADDR=127.0.0.1:$GRPC_PORT TAVLI_METRICS_ADDR=127.0.0.1:$METRICS_PORT \
+  "${NICE[@]}" "$BIN" >"$OUT/server.log" 2>&1 &
+SERVER=$!
+stop_server() {
+  if kill -0 "$SERVER" 2>/dev/null; then
+    kill -TERM "$SERVER"
+    for _ in $(seq 1 150); do kill -0 "$SERVER" 2>/dev/null || break; sleep 0.1; done
+    kill -0 "$SERVER" 2>/dev/null && kill -KILL "$SERVER"
+  fi
+  wait "$SERVER" 2>/dev/null || true
+}
+trap stop_server EXIT
+for i in $(seq 1 100); do
+  curl -fs "http://127.0.0.1:$METRICS_PORT/metrics" >/dev/null && break
+  kill -0 "$SERVER" 2>/dev/null || { echo "load.sh: the server exited:" >&2; tail -5 "$OUT/server.log" >&2; exit 2; }
+  ((i < 100)) || { echo "load.sh: the server did not answer /metrics in 10 s" >&2; exit 2; }
+  sleep 0.1
+done
+
+rc=0
+"${NICE[@]}" python3 "$ROOT/scripts/load/drive.py" --url "http://127.0.0.1:$GRPC_PORT" \
+  --metrics "http://127.0.0.1:$METRICS_PORT/metrics" --corpus "$OUT/corpus" --out "$OUT" \
+  "${DRIVE[@]}" | tee "$OUT/report.txt" || rc=$?
+stop_server
+trap - EXIT
+echo "load.sh: server log: $(wc -l <"$OUT/server.log") lines, $(du -h "$OUT/server.log" | cut -f1)"
+if ((!KEEP)); then  # one info line per call: keep its start and end only
+  { head -n 5 "$OUT/server.log"; echo "[... load.sh: cut, --keep-logs keeps it whole ...]"; tail -n 5 "$OUT/server.log"; } >"$OUT/server.log.cut"
+  mv "$OUT/server.log.cut" "$OUT/server.log"
+fi
+exit $rc
