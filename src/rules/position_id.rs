@@ -36,29 +36,50 @@ fn path(variant: Variant, side: Side) -> impl Iterator<Item = u8> {
 
 /// The canonical Position ID of `pos` (see the module grammar).
 pub fn to_id(pos: &Position) -> String {
-    let mut s = format!(
-        "{}/{}",
-        pos.variant.name(),
-        if pos.turn == Side::White { "w" } else { "b" }
-    );
+    // Built by hand into one buffer: the service writes one ID per legal play.
+    fn push_num(s: &mut String, n: u8) {
+        if n >= 100 {
+            s.push((b'0' + n / 100) as char);
+        }
+        if n >= 10 {
+            s.push((b'0' + n / 10 % 10) as char);
+        }
+        s.push((b'0' + n % 10) as char);
+    }
+    let mut s = String::with_capacity(64);
+    s.push_str(pos.variant.name());
+    s.push_str(if pos.turn == Side::White { "/w" } else { "/b" });
     for side in [Side::White, Side::Black] {
-        let mut items = Vec::new();
+        s.push('/');
+        let mut first = true;
+        let mut sep = |s: &mut String| {
+            if !std::mem::take(&mut first) {
+                s.push(',');
+            }
+        };
         if pos.bar[side.index()] > 0 {
-            items.push(format!("bar:{}", pos.bar[side.index()]));
+            sep(&mut s);
+            s.push_str("bar:");
+            push_num(&mut s, pos.bar[side.index()]);
         }
         for printed in path(pos.variant, side) {
             let pt = pos.point(printed);
             let n = pt.count(side);
             if n > 0 {
-                let pin = if pt.pinned == Some(side) { "p" } else { "" };
-                items.push(format!("{printed}:{n}{pin}"));
+                sep(&mut s);
+                push_num(&mut s, printed);
+                s.push(':');
+                push_num(&mut s, n);
+                if pt.pinned == Some(side) {
+                    s.push('p');
+                }
             }
         }
         if pos.off[side.index()] > 0 {
-            items.push(format!("off:{}", pos.off[side.index()]));
+            sep(&mut s);
+            s.push_str("off:");
+            push_num(&mut s, pos.off[side.index()]);
         }
-        s.push('/');
-        s.push_str(&items.join(","));
     }
     s
 }
