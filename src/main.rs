@@ -10,6 +10,7 @@
 //! ```
 
 use clap::{Args, Parser, Subcommand};
+use std::fmt::Write as _;
 use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -148,10 +149,10 @@ fn main() -> ExitCode {
     let result = match cli.command {
         None => serve(cli.serve),
         Some(Command::Serve(args)) => serve(args),
-        Some(Command::Plays(a)) => plays(a),
-        Some(Command::Apply(a)) => apply(a),
-        Some(Command::Eval(a)) => eval(a),
-        Some(Command::Start(a)) => start(a),
+        Some(Command::Plays(a)) => plays(a).and_then(emit),
+        Some(Command::Apply(a)) => apply(a).and_then(emit),
+        Some(Command::Eval(a)) => eval(a).and_then(emit),
+        Some(Command::Start(a)) => start(a).and_then(emit),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -163,6 +164,17 @@ fn main() -> ExitCode {
 }
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Writes a command's whole answer to stdout; a closed pipe (`... | head`) is not an
+/// error.
+fn emit(text: String) -> Result<(), BoxError> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(()),
+    }
+}
 
 fn serve(args: ServeArgs) -> Result<(), BoxError> {
     init_tracing(args.log_format);
@@ -204,11 +216,10 @@ fn dice_pb(s: &str) -> Result<pb::Dice, ServiceError> {
     Ok(convert::dice_to_pb(Dice::parse(s)?))
 }
 
-fn print_json<M: prost::Message>(msg: &M, name: &str) {
-    println!(
-        "{}",
-        serde_json::to_string_pretty(&json::to_json(msg, name)).expect("JSON")
-    );
+fn print_json<M: prost::Message>(msg: &M, name: &str) -> String {
+    let mut text = serde_json::to_string_pretty(&json::to_json(msg, name)).expect("JSON");
+    text.push('\n');
+    text
 }
 
 fn outcome_text(o: &pb::GameOutcome) -> String {
@@ -230,7 +241,7 @@ fn position_id(p: &Option<pb::Position>) -> &str {
     p.as_ref().map_or("", |p| p.position_id.as_str())
 }
 
-fn plays(a: PlaysArgs) -> Result<(), BoxError> {
+fn plays(a: PlaysArgs) -> Result<String, BoxError> {
     let req = pb::ListLegalPlaysRequest {
         position: Some(pb::list_legal_plays_request::Position::PositionId(
             a.pos.position,
@@ -239,21 +250,21 @@ fn plays(a: PlaysArgs) -> Result<(), BoxError> {
     };
     let resp = service().list_legal_plays(&req)?;
     if a.pos.json {
-        print_json(&resp, "tavli.v1.ListLegalPlaysResponse");
-        return Ok(());
+        return Ok(print_json(&resp, "tavli.v1.ListLegalPlaysResponse"));
     }
-    println!("{} plays", resp.plays.len());
+    let n = resp.plays.len();
+    let mut out = format!("{n} play{}\n", if n == 1 { "" } else { "s" });
     for p in &resp.plays {
         let end = p.outcome.as_ref().map(outcome_text);
         match end {
-            Some(o) => println!("{}\t{}\t{o}", p.notation, position_id(&p.position)),
-            None => println!("{}\t{}", p.notation, position_id(&p.position)),
+            Some(o) => writeln!(out, "{}\t{}\t{o}", p.notation, position_id(&p.position))?,
+            None => writeln!(out, "{}\t{}", p.notation, position_id(&p.position))?,
         }
     }
-    Ok(())
+    Ok(out)
 }
 
-fn apply(a: ApplyArgs) -> Result<(), BoxError> {
+fn apply(a: ApplyArgs) -> Result<String, BoxError> {
     use pb::apply_play_request::Play;
     // A Position ID has slashes and a variant name; notation never starts with a letter
     // other than "bar"/"pass".
@@ -269,18 +280,17 @@ fn apply(a: ApplyArgs) -> Result<(), BoxError> {
     };
     let resp = service().apply_play(&req)?;
     if a.pos.json {
-        print_json(&resp, "tavli.v1.ApplyPlayResponse");
-        return Ok(());
+        return Ok(print_json(&resp, "tavli.v1.ApplyPlayResponse"));
     }
-    println!("play: {}", resp.notation);
-    println!("position: {}", position_id(&resp.position));
+    let mut out = format!("play: {}\n", resp.notation);
+    writeln!(out, "position: {}", position_id(&resp.position))?;
     if let Some(o) = &resp.outcome {
-        println!("outcome: {}", outcome_text(o));
+        writeln!(out, "outcome: {}", outcome_text(o))?;
     }
-    Ok(())
+    Ok(out)
 }
 
-fn eval(a: EvalArgs) -> Result<(), BoxError> {
+fn eval(a: EvalArgs) -> Result<String, BoxError> {
     let req = pb::EvaluateRequest {
         position: Some(pb::evaluate_request::Position::PositionId(a.pos.position)),
         dice: a.dice.as_deref().map(dice_pb).transpose()?,
@@ -288,22 +298,23 @@ fn eval(a: EvalArgs) -> Result<(), BoxError> {
     };
     let resp = service().evaluate(&req, None)?;
     if a.pos.json {
-        print_json(&resp, "tavli.v1.EvaluateResponse");
-        return Ok(());
+        return Ok(print_json(&resp, "tavli.v1.EvaluateResponse"));
     }
     let p = resp.probabilities.unwrap_or_default();
-    println!(
+    let mut out = String::new();
+    writeln!(
+        out,
         "equity {:+.3}  win {:.3}  win-mars {:.3}  lose {:.3}  lose-mars {:.3}  draw {:.3}  ({}, {} plies)",
         resp.equity, p.win, p.win_mars, p.lose, p.lose_mars, p.draw, resp.evaluator, resp.plies
-    );
+    )?;
     for (i, r) in resp.ranked_plays.iter().enumerate() {
         let notation = r.play.as_ref().map_or("", |p| p.notation.as_str());
-        println!("{:>3}. {notation:<24} {:+.3}", i + 1, r.equity);
+        writeln!(out, "{:>3}. {notation:<24} {:+.3}", i + 1, r.equity)?;
     }
-    Ok(())
+    Ok(out)
 }
 
-fn start(a: StartArgs) -> Result<(), BoxError> {
+fn start(a: StartArgs) -> Result<String, BoxError> {
     let variant = Variant::from_name(&a.variant).ok_or_else(|| {
         format!(
             "variant: unknown {:?}: use portes, plakoto or fevga",
@@ -321,9 +332,8 @@ fn start(a: StartArgs) -> Result<(), BoxError> {
     };
     let resp = service().get_starting_position(&req)?;
     if a.json {
-        print_json(&resp, "tavli.v1.GetStartingPositionResponse");
+        Ok(print_json(&resp, "tavli.v1.GetStartingPositionResponse"))
     } else {
-        println!("{}", position_id(&resp.position));
+        Ok(format!("{}\n", position_id(&resp.position)))
     }
-    Ok(())
 }

@@ -99,6 +99,7 @@ fn notation_parses_and_prints() {
         to,
         hit,
         die: None,
+        one_die: false,
     };
     assert_eq!(
         parse("24/18 13/11*").unwrap(),
@@ -253,4 +254,117 @@ fn match_cycle_r2() {
         .advance(&win(Side::White, 1, OutcomeReason::BoreOff))
         .unwrap();
     assert_eq!(one.winner, Some(Side::White));
+}
+
+#[test]
+fn match_rejects_outcomes_that_cannot_end_the_game_played() {
+    // R5.5/R7: points follow the reason; mother results end only Plakoto games.
+    let m = MatchState::new(5).unwrap();
+    let bad = |winner, points, reason| match m.advance(&Outcome {
+        winner,
+        points,
+        reason,
+    }) {
+        Err(RulesError::Invalid { field, .. }) => field,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(
+        bad(Some(Side::White), 2, OutcomeReason::BoreOff),
+        "outcome.points"
+    );
+    assert_eq!(
+        bad(Some(Side::White), 1, OutcomeReason::Mars),
+        "outcome.points"
+    );
+    assert_eq!(bad(None, 0, OutcomeReason::Mars), "outcome.winner");
+    assert_eq!(
+        bad(Some(Side::Black), 0, OutcomeReason::BothMothersPinned),
+        "outcome.winner"
+    );
+    // The match starts with Portes: no mother results.
+    assert_eq!(
+        bad(Some(Side::White), 2, OutcomeReason::MotherPinned),
+        "outcome.reason"
+    );
+    assert_eq!(
+        bad(None, 0, OutcomeReason::BothMothersPinned),
+        "outcome.reason"
+    );
+    // Scores saturate instead of wrapping around.
+    let mut huge = MatchState::new(u32::MAX).unwrap();
+    huge.score = [u32::MAX - 1, 0];
+    huge.games_played = u32::MAX;
+    let next = huge
+        .advance(&Outcome {
+            winner: Some(Side::White),
+            points: 2,
+            reason: OutcomeReason::Mars,
+        })
+        .unwrap();
+    assert_eq!(
+        (next.score[0], next.winner, next.games_played),
+        (u32::MAX, Some(Side::White), u32::MAX)
+    );
+}
+
+#[test]
+fn inputs_are_parsed_strictly_and_echoed_briefly() {
+    // Dice text must be two digits 1..6.
+    for bad in ["a-5", "６-5", "5-é", "6a5", "1-2-3"] {
+        assert!(
+            matches!(Dice::parse(bad), Err(RulesError::Invalid { ref field, ref reason }) if field == "dice" && reason.contains("expected two dice")),
+            "{bad}"
+        );
+    }
+    // Counts and points are plain digits.
+    for bad in [
+        "portes/w/24:+2,13:5,8:3,6:5/1:2,12:5,17:3,19:5",
+        "portes/w/+24:2,13:5,8:3,6:5/1:2,12:5,17:3,19:5",
+    ] {
+        assert!(from_id(bad).is_err(), "{bad}");
+    }
+    // Errors quote at most 40 characters of the input.
+    let long = "x".repeat(10_000);
+    let p = Position::start(Variant::Portes, Side::White);
+    let d = Dice::new(3, 1).unwrap();
+    for e in [
+        apply(&p, d, &PlayInput::Notation(long.clone())).unwrap_err(),
+        from_id(&long).unwrap_err(),
+        from_gnubg_id(&long, Side::White).unwrap_err(),
+    ] {
+        assert!(e.to_string().len() < 300, "{}", e.to_string().len());
+    }
+}
+
+#[test]
+fn a_move_is_one_die_even_without_its_die() {
+    // A Move is one checker moved by one die: 24→13 is not one move with 6-5.
+    use tavli_engine::rules::{Location, Move};
+    let p = Position::start(Variant::Portes, Side::White);
+    let d = Dice::new(6, 5).unwrap();
+    let mv = |from, to, die| Move {
+        from: Location::Point(from),
+        to: Location::Point(to),
+        die,
+        hit: false,
+    };
+    assert!(apply(&p, d, &PlayInput::Moves(vec![mv(24, 13, 0)])).is_err());
+    let two = apply(&p, d, &PlayInput::Moves(vec![mv(24, 18, 0), mv(18, 13, 0)])).unwrap();
+    assert_eq!(two.notation, "24/18/13");
+    // The same play in notation may skip the landing point (R3: it is open).
+    assert_eq!(
+        apply(&p, d, &PlayInput::Notation("24/13".into()))
+            .unwrap()
+            .position,
+        two.position
+    );
+}
+
+#[test]
+fn both_sides_cannot_have_borne_off_everything() {
+    // R9: only one side can finish a game.
+    assert!(matches!(
+        from_id("portes/b/off:15/off:15"),
+        Err(RulesError::Invalid { ref field, .. }) if field == "off"
+    ));
 }

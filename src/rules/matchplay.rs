@@ -71,7 +71,9 @@ impl MatchState {
     /// The state after the current game ended with `outcome` (R2): points added, the
     /// next variant in the cycle, the winner starts the next game (an opening roll
     /// after a draw), the match over when a side reaches the length. Errors (field
-    /// `match`) when the match is already over or the state is inconsistent.
+    /// `match`) when the match is already over, or (fields `outcome.*`) when the outcome
+    /// cannot end a game of the variant played: points other than 1 for a single win,
+    /// 2 for a mars or mother win, 0 for a draw; mother results outside Plakoto.
     pub fn advance(&self, outcome: &Outcome) -> Result<MatchState, RulesError> {
         if self.length == 0 {
             return Err(RulesError::invalid(
@@ -82,18 +84,54 @@ impl MatchState {
         if self.winner.is_some() || self.score.iter().any(|&s| s >= self.length) {
             return Err(RulesError::invalid("match", "the match is already over"));
         }
-        if outcome.points > 2 || (outcome.winner.is_none() != (outcome.points == 0)) {
+        use super::types::OutcomeReason::*;
+        let expected_points = match (outcome.reason, outcome.winner) {
+            (BoreOff, Some(_)) => 1,
+            (Mars | MotherPinned, Some(_)) => 2,
+            (BothMothersPinned, None) => 0,
+            _ => {
+                return Err(RulesError::invalid(
+                    "outcome.winner",
+                    format!(
+                        "a {} result {} a winner",
+                        outcome.reason.name(),
+                        if outcome.winner.is_some() {
+                            "has no"
+                        } else {
+                            "needs"
+                        }
+                    ),
+                ))
+            }
+        };
+        if outcome.points != expected_points {
             return Err(RulesError::invalid(
-                "outcome",
-                "a win scores 1 or 2 points and a draw 0",
+                "outcome.points",
+                format!(
+                    "a {} result scores {expected_points}, not {} (R5.5, R7)",
+                    outcome.reason.name(),
+                    outcome.points
+                ),
+            ));
+        }
+        if matches!(outcome.reason, MotherPinned | BothMothersPinned)
+            && self.variant != Variant::Plakoto
+        {
+            return Err(RulesError::invalid(
+                "outcome.reason",
+                format!(
+                    "{} ends only Plakoto games (R5.5), and the game played was {}",
+                    outcome.reason.name(),
+                    self.variant
+                ),
             ));
         }
         let mut next = *self;
-        next.games_played += 1;
+        next.games_played = self.games_played.saturating_add(1);
         next.variant = self.variant.next_in_match();
         next.starter = outcome.winner;
         if let Some(w) = outcome.winner {
-            next.score[w.index()] += outcome.points as u32;
+            next.score[w.index()] = next.score[w.index()].saturating_add(outcome.points as u32);
             if next.score[w.index()] >= self.length {
                 next.winner = Some(w);
             }

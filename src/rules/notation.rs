@@ -14,7 +14,7 @@
 //! one-die bear-off and `4/2/off` the two-dice play (R3, R6).
 
 use super::movegen::RawMove;
-use super::position::RulesError;
+use super::position::{Clip, RulesError};
 
 /// One written step of a chain: a checker goes from `from` to `to` (own numbering,
 /// 25 = bar, 0 = off), possibly with several dice; `hit` when `*` was written at `to`.
@@ -25,9 +25,13 @@ pub struct Segment {
     pub hit: bool,
     /// The die, when known (moves given one die at a time); `None` for notation.
     pub die: Option<u8>,
+    /// The step is one move of one die (a [`Move`](crate::rules::Move)), even when its
+    /// die is not given; notation steps between points may take several dice.
+    pub one_die: bool,
 }
 
 fn parse_place(s: &str, item: &str) -> Result<(u8, bool), RulesError> {
+    let item = Clip(item);
     let (body, hit) = match s.strip_suffix('*') {
         Some(b) => (b, true),
         None => (s, false),
@@ -40,7 +44,10 @@ fn parse_place(s: &str, item: &str) -> Result<(u8, bool), RulesError> {
             _ => {
                 return Err(RulesError::invalid(
                     "play",
-                    format!("{item:?}: {body:?} is not a point 1..24, bar or off"),
+                    format!(
+                        "{item:?}: {:?} is not a point 1..24, bar or off",
+                        Clip(body)
+                    ),
                 ))
             }
         },
@@ -57,18 +64,19 @@ pub fn parse(text: &str) -> Result<Vec<Segment>, RulesError> {
         return Ok(out);
     }
     for item in t.split_whitespace() {
+        let shown = Clip(item);
         let (chain, count) = match item.strip_suffix(')') {
             Some(rest) => {
                 let open = rest.rfind('(').ok_or_else(|| {
-                    RulesError::invalid("play", format!("{item:?}: unbalanced parenthesis"))
+                    RulesError::invalid("play", format!("{shown:?}: unbalanced parenthesis"))
                 })?;
                 let n: usize = rest[open + 1..].parse().map_err(|_| {
-                    RulesError::invalid("play", format!("{item:?}: bad repeat count"))
+                    RulesError::invalid("play", format!("{shown:?}: bad repeat count"))
                 })?;
                 if !(1..=4).contains(&n) {
                     return Err(RulesError::invalid(
                         "play",
-                        format!("{item:?}: repeat count must be 1..4"),
+                        format!("{shown:?}: repeat count must be 1..4"),
                     ));
                 }
                 (&rest[..open], n)
@@ -79,7 +87,7 @@ pub fn parse(text: &str) -> Result<Vec<Segment>, RulesError> {
         if places.len() < 2 {
             return Err(RulesError::invalid(
                 "play",
-                format!("{item:?}: expected from/to such as 24/18"),
+                format!("{shown:?}: expected from/to such as 24/18"),
             ));
         }
         let mut parsed = Vec::with_capacity(places.len());
@@ -92,7 +100,7 @@ pub fn parse(text: &str) -> Result<Vec<Segment>, RulesError> {
                 if from == 0 || to == 25 || (from != 25 && to != 0 && to >= from) {
                     return Err(RulesError::invalid(
                         "play",
-                        format!("{item:?}: a checker moves from a higher point to a lower one, bar first, off last"),
+                        format!("{shown:?}: a checker moves from a higher point to a lower one, bar first, off last"),
                     ));
                 }
                 out.push(Segment {
@@ -100,13 +108,14 @@ pub fn parse(text: &str) -> Result<Vec<Segment>, RulesError> {
                     to,
                     hit,
                     die: None,
+                    one_die: false,
                 });
             }
         }
         if out.len() > 4 {
             return Err(RulesError::invalid(
                 "play",
-                format!("{text:?}: more than four moves"),
+                format!("{:?}: more than four moves", Clip(text)),
             ));
         }
     }

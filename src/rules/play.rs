@@ -118,7 +118,7 @@ pub fn apply(pos: &Position, dice: Dice, play: &PlayInput) -> Result<Play, Rules
             let more = legal.len().saturating_sub(12);
             legal.truncate(12);
             let what = match play {
-                PlayInput::Notation(t) => format!("{t:?}"),
+                PlayInput::Notation(t) => format!("{:?}", super::position::Clip(t)),
                 PlayInput::Moves(m) => format!("{} moves", m.len()),
                 PlayInput::Position(_) => "the resulting position".to_string(),
             };
@@ -168,6 +168,7 @@ fn move_to_segment(
         to: own(m.to, "to")?,
         hit: m.hit,
         die: (m.die != 0).then_some(m.die),
+        one_die: true,
     })
 }
 
@@ -270,7 +271,7 @@ fn realize(
             if seg.hit && !mv.hit {
                 continue;
             }
-        } else if seg.die.is_some() || seg.to == 0 || mv.to == 0 || mv.to < seg.to || mv.hit {
+        } else if seg.one_die || seg.to == 0 || mv.to == 0 || mv.to < seg.to || mv.hit {
             // Overshot, a hit on a point the notation did not write, or a bear-off step
             // taking several dice (`4/off` is one die; write `4/2/off` for two).
             continue;

@@ -36,6 +36,19 @@ impl fmt::Display for RulesError {
 
 impl std::error::Error for RulesError {}
 
+/// Quotes user input in an error message, cut to 40 characters so that an error never
+/// echoes a huge input back.
+pub(crate) struct Clip<'a>(pub &'a str);
+
+impl fmt::Debug for Clip<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0.char_indices().nth(40) {
+            Some((cut, _)) => write!(f, "{:?}…", &self.0[..cut]),
+            None => write!(f, "{:?}", self.0),
+        }
+    }
+}
+
 /// One of the 24 points: how many checkers of each colour stand on it and, in Plakoto
 /// only, which colour has one checker pinned at the bottom (R5.1).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -181,7 +194,8 @@ impl Position {
     /// no pins outside Plakoto, no bar checkers outside Portes.
     ///
     /// Errors are [`RulesError::Invalid`] whose field is `points[i]` (0-based index,
-    /// printed point `i + 1`), `bar.white`, `bar.black`, `white` or `black`.
+    /// printed point `i + 1`), `bar.white`, `bar.black`, `white`, `black` or `off`
+    /// (both sides with 15 off).
     pub fn validate(&self) -> Result<(), RulesError> {
         for (i, pt) in self.points.iter().enumerate() {
             let field = || format!("points[{i}]");
@@ -219,6 +233,12 @@ impl Position {
                     }
                 }
             }
+        }
+        if self.off == [CHECKERS, CHECKERS] {
+            return Err(RulesError::invalid(
+                "off",
+                "both sides have borne off all 15: only one side can finish a game",
+            ));
         }
         for side in [Side::White, Side::Black] {
             if self.bar[side.index()] > 0 && self.variant != Variant::Portes {

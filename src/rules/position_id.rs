@@ -22,7 +22,7 @@
 //! `1` bit per checker then a `0`; packed little-endian; base64 without padding.
 
 use super::board::{Board, BAR, OFF};
-use super::position::{Position, RulesError, CHECKERS};
+use super::position::{Clip, Position, RulesError, CHECKERS};
 use super::types::{Side, Variant};
 use base64::engine::general_purpose::STANDARD_NO_PAD;
 use base64::Engine;
@@ -86,12 +86,13 @@ pub fn to_id(pos: &Position) -> String {
 
 /// Parses a Position ID and validates the position (R9). Errors name the field
 /// `position_id` (syntax) or the position field (R9).
-pub fn from_id(id: &str) -> Result<Position, RulesError> {
+pub fn from_id(id_text: &str) -> Result<Position, RulesError> {
+    let (id, shown) = (id_text, Clip(id_text));
     let bad = |reason: String| RulesError::invalid("position_id", reason);
     let parts: Vec<&str> = id.trim().split('/').collect();
     if parts.len() != 4 {
         return Err(bad(format!(
-            "expected variant/side/white/black such as portes/w/24:2,13:5,8:3,6:5/1:2,12:5,17:3,19:5, got {id:?}"
+            "expected variant/side/white/black such as portes/w/24:2,13:5,8:3,6:5/1:2,12:5,17:3,19:5, got {shown:?}"
         )));
     }
     let variant = Variant::from_name(parts[0]).ok_or_else(|| {
@@ -103,7 +104,12 @@ pub fn from_id(id: &str) -> Result<Position, RulesError> {
     let turn = match parts[1] {
         "w" | "W" => Side::White,
         "b" | "B" => Side::Black,
-        other => return Err(bad(format!("side to move must be w or b, got {other:?}"))),
+        other => {
+            return Err(bad(format!(
+                "side to move must be w or b, got {:?}",
+                Clip(other)
+            )))
+        }
     };
     let mut pos = Position::empty(variant, turn);
     for (side, list) in [(Side::White, parts[2]), (Side::Black, parts[3])] {
@@ -117,18 +123,19 @@ pub fn from_id(id: &str) -> Result<Position, RulesError> {
 pub(crate) fn parse_side(pos: &mut Position, side: Side, list: &str) -> Result<(), String> {
     let mut seen = [false; 26];
     for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let shown = Clip(item);
         let (place, count) = item
             .split_once(':')
-            .ok_or_else(|| format!("{item:?}: expected point:count such as 13:5"))?;
+            .ok_or_else(|| format!("{shown:?}: expected point:count such as 13:5"))?;
         let (count, pinned) = match count.strip_suffix('p') {
             Some(c) => (c, true),
             None => (count, false),
         };
-        let n: u8 = count
-            .parse()
-            .ok()
+        let n: u8 = Some(count)
+            .filter(|c| c.bytes().all(|b| b.is_ascii_digit()))
+            .and_then(|c| c.parse().ok())
             .filter(|&n| (1..=CHECKERS).contains(&n))
-            .ok_or_else(|| format!("{item:?}: count must be 1..15"))?;
+            .ok_or_else(|| format!("{shown:?}: count must be 1..15"))?;
         let slot = match place {
             "bar" => {
                 pos.bar[side.index()] = n;
@@ -139,11 +146,11 @@ pub(crate) fn parse_side(pos: &mut Position, side: Side, list: &str) -> Result<(
                 OFF
             }
             p => {
-                let printed: u8 = p
-                    .parse()
-                    .ok()
+                let printed: u8 = Some(p)
+                    .filter(|c| c.bytes().all(|b| b.is_ascii_digit()))
+                    .and_then(|c| c.parse().ok())
                     .filter(|v| (1..=24).contains(v))
-                    .ok_or_else(|| format!("{item:?}: point must be 1..24, bar or off"))?;
+                    .ok_or_else(|| format!("{shown:?}: point must be 1..24, bar or off"))?;
                 let pt = pos.point_mut(printed);
                 match side {
                     Side::White => pt.white = n,
@@ -156,10 +163,12 @@ pub(crate) fn parse_side(pos: &mut Position, side: Side, list: &str) -> Result<(
             }
         };
         if pinned && (slot == BAR || slot == OFF) {
-            return Err(format!("{item:?}: only a checker on a point can be pinned"));
+            return Err(format!(
+                "{shown:?}: only a checker on a point can be pinned"
+            ));
         }
         if std::mem::replace(&mut seen[slot], true) {
-            return Err(format!("{item:?}: {place} listed twice"));
+            return Err(format!("{shown:?}: {place} listed twice"));
         }
     }
     Ok(())
@@ -211,14 +220,15 @@ pub fn to_gnubg_id(pos: &Position) -> Result<String, RulesError> {
 /// on roll (the ID does not say which colour that is). Checkers not on the board or
 /// bar are borne off. Errors (field `gnubg_id`): bad base64, bad length, more than 15
 /// checkers on a side, or both colours on one point.
-pub fn from_gnubg_id(id: &str, turn: Side) -> Result<Position, RulesError> {
+pub fn from_gnubg_id(id_text: &str, turn: Side) -> Result<Position, RulesError> {
+    let (id, shown) = (id_text, Clip(id_text));
     let bad = |reason: String| RulesError::invalid("gnubg_id", reason);
     let bytes = STANDARD_NO_PAD
         .decode(id.trim().trim_end_matches('='))
-        .map_err(|e| bad(format!("{id:?} is not base64: {e}")))?;
+        .map_err(|e| bad(format!("{shown:?} is not base64: {e}")))?;
     if bytes.len() != 10 {
         return Err(bad(format!(
-            "{id:?} decodes to {} bytes, expected 10",
+            "{shown:?} decodes to {} bytes, expected 10",
             bytes.len()
         )));
     }
@@ -232,7 +242,9 @@ pub fn from_gnubg_id(id: &str, turn: Side) -> Result<Position, RulesError> {
         if bytes[bit / 8] >> (bit % 8) & 1 == 1 {
             counts[half][slot] += 1;
             if counts[half][slot] > CHECKERS {
-                return Err(bad(format!("{id:?}: more than 15 checkers on one point")));
+                return Err(bad(format!(
+                    "{shown:?}: more than 15 checkers on one point"
+                )));
             }
         } else {
             slot += 1;
@@ -257,12 +269,14 @@ pub fn from_gnubg_id(id: &str, turn: Side) -> Result<Position, RulesError> {
     for (arr, c) in [(&mut b.own, counts[1]), (&mut b.opp, counts[0])] {
         let on: u32 = c.iter().map(|&n| n as u32).sum();
         if on > CHECKERS as u32 {
-            return Err(bad(format!("{id:?}: a side has {on} checkers, at most 15")));
+            return Err(bad(format!(
+                "{shown:?}: a side has {on} checkers, at most 15"
+            )));
         }
         arr[OFF] = CHECKERS - on as u8;
     }
     let pos = b.to_position(Variant::Portes, turn, turn);
-    pos.validate().map_err(|e| bad(format!("{id:?}: {e}")))?;
+    pos.validate().map_err(|e| bad(format!("{shown:?}: {e}")))?;
     Ok(pos)
 }
 

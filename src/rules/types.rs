@@ -153,19 +153,22 @@ impl Dice {
 
     /// Parses `6-5`, `65` or `6,5`.
     pub fn parse(s: &str) -> Result<Dice, crate::rules::RulesError> {
-        let digits: Vec<u8> = s
+        let digits: Option<Vec<u8>> = s
             .trim()
             .chars()
             .filter(|c| !matches!(c, '-' | ',' | ' ' | 'x'))
-            .map(|c| c.to_digit(10).map(|d| d as u8).unwrap_or(255))
+            .map(|c| c.is_ascii_digit().then(|| c as u8 - b'0'))
             .collect();
-        if digits.len() != 2 {
-            return Err(crate::rules::RulesError::invalid(
-                "dice",
-                format!("expected two dice such as 6-5, got {s:?}"),
-            ));
+        match digits.as_deref() {
+            Some(&[a, b]) => Dice::new(a, b),
+            _ => {
+                let shown: String = s.chars().take(16).collect();
+                Err(crate::rules::RulesError::invalid(
+                    "dice",
+                    format!("expected two dice 1..6 such as 6-5, got {shown:?}"),
+                ))
+            }
         }
-        Dice::new(digits[0], digits[1])
     }
 }
 
