@@ -20,10 +20,10 @@ use tavli_engine::rules::{Dice, Side, Variant};
 use tavli_engine::service::{convert, json, pb, ServerConfig, ServiceError, TavliEngineService};
 use tavli_engine::telemetry::{init_tracing, LogFormat};
 
-/// The evaluator behind `Evaluate` and `tavli-engine eval`; `None` answers
-/// `UNIMPLEMENTED`. Plug the real evaluator in here.
+/// The evaluator behind `Evaluate` and `tavli-engine eval`: the exact bear-off
+/// database and the committed nets of `weights/` (embedded in the binary).
 fn evaluator() -> Option<Arc<dyn PositionEvaluator>> {
-    None
+    Some(Arc::new(tavli_engine::eval::engine::Engine::load_default()))
 }
 
 /// Tavli (Portes, Plakoto, Fevga) game engine: gRPC server and command-line tool.
