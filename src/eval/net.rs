@@ -555,6 +555,11 @@ mod tests {
                 assert_eq!(e.name(v), format!("net-{}-v1", v.name()));
                 let p = e.eval_board(v, &start(v));
                 assert!(p.win > 0.2 && p.win < 0.8, "{v}: {p:?}");
+                assert!(p.win_mars <= p.win && p.lose_mars <= p.lose());
+                // A trained net beats random play by far (about +1.9 points a game).
+                let me = crate::eval::td::GreedyPolicy(e.clone());
+                let r = crate::eval::td::play_match(v, &me, &crate::eval::td::RandomPolicy, 20, 3);
+                assert!(r.ppg() > 1.0, "{v}: {r:?}");
             }
         }
     }
