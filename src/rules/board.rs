@@ -73,15 +73,18 @@ pub fn flip_index(variant: Variant, i: usize) -> usize {
 }
 
 impl Board {
+    /// No checkers anywhere: the start of a board built by hand.
+    pub const EMPTY: Board = Board {
+        own: [0; 26],
+        opp: [0; 26],
+        own_pinned: 0,
+        opp_pinned: 0,
+    };
+
     /// The board of `pos` seen by `mover`.
     pub fn from_position(pos: &Position, mover: Side) -> Board {
         let opponent = mover.opponent();
-        let mut b = Board {
-            own: [0; 26],
-            opp: [0; 26],
-            own_pinned: 0,
-            opp_pinned: 0,
-        };
+        let mut b = Board::EMPTY;
         for printed in 1..=24u8 {
             let pt = pos.point(printed);
             let i = Position::own_point(pos.variant, mover, printed) as usize;
@@ -134,12 +137,7 @@ impl Board {
 
     /// The same board seen by the opponent ("sides switched").
     pub fn mirror(&self, variant: Variant) -> Board {
-        let mut m = Board {
-            own: [0; 26],
-            opp: [0; 26],
-            own_pinned: 0,
-            opp_pinned: 0,
-        };
+        let mut m = Board::EMPTY;
         for i in 1..=24usize {
             let j = flip_index(variant, i);
             m.own[i] = self.opp[j];

@@ -254,12 +254,7 @@ pub fn from_gnubg_id(id_text: &str, turn: Side) -> Result<Position, RulesError> 
             }
         }
     }
-    let mut b = Board {
-        own: [0; 26],
-        opp: [0; 26],
-        own_pinned: 0,
-        opp_pinned: 0,
-    };
+    let mut b = Board::EMPTY;
     for i in 1..=24 {
         b.own[i] = counts[1][i - 1];
         b.opp[25 - i] = counts[0][i - 1];
