@@ -125,7 +125,7 @@ pub fn apply(pos: &Position, dice: Dice, play: &PlayInput) -> Result<Play, Rules
             Err(RulesError::invalid(
                 "play",
                 format!(
-                    "{what} is not a legal play for {dice}; legal plays: {}{}",
+                    "{what} is not a legal play for {dice}; legal plays (notation, mover's own numbering): {}{}",
                     legal.join(", "),
                     if more > 0 {
                         format!(" and {more} more")
