@@ -10,6 +10,7 @@
 //! | `grpc_server_in_flight` | gauge | `grpc_service`, `grpc_method` | RPCs started and not finished |
 //! | `tavli_plays_per_request` | histogram | `variant` | legal plays returned by ListLegalPlays |
 //! | `tavli_evaluation_plies` | histogram | `variant` | plies asked by Evaluate |
+//! | `tavli_evaluations_total` | counter | `evaluator`, `plies` | Evaluate answers by the evaluator that answered and the plies searched |
 //! | `tavli_build_info` | gauge | `version` | always 1 |
 //! | `process_*` | | | RSS, CPU seconds, open fds, start time (Linux) |
 //!
@@ -118,6 +119,9 @@ pub struct Metrics {
     pub plays_per_request: HistogramVec,
     /// `tavli_evaluation_plies{variant}`: plies asked per Evaluate request.
     pub evaluation_plies: HistogramVec,
+    /// `tavli_evaluations_total{evaluator, plies}`: Evaluate answers by the evaluator
+    /// that answered (`game-over`, `bearoff-exact`, `net-<variant>-v1`) and plies.
+    pub evaluations: IntCounterVec,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -184,6 +188,14 @@ impl Metrics {
             &["variant"],
         )
         .expect("metric");
+        let evaluations = IntCounterVec::new(
+            Opts::new(
+                "tavli_evaluations_total",
+                "Evaluate answers by the evaluator that answered and the plies searched.",
+            ),
+            &["evaluator", "plies"],
+        )
+        .expect("metric");
         let build_info = IntGaugeVec::new(
             Opts::new("tavli_build_info", "Build information; always 1."),
             &["version"],
@@ -199,6 +211,7 @@ impl Metrics {
             Box::new(in_flight.clone()),
             Box::new(plays_per_request.clone()),
             Box::new(evaluation_plies.clone()),
+            Box::new(evaluations.clone()),
             Box::new(build_info),
         ] {
             registry.register(c).expect("register metric");
@@ -217,6 +230,7 @@ impl Metrics {
             in_flight,
             plays_per_request,
             evaluation_plies,
+            evaluations,
         })
     }
 

@@ -1159,6 +1159,13 @@ async fn evaluate_with_an_evaluator() {
         sample(&text, "tavli_evaluation_plies_sum{variant=\"portes\"}"),
         Some(1.0)
     );
+    assert_eq!(
+        sample(
+            &text,
+            "tavli_evaluations_total{evaluator=\"test-slow\",plies=\"1\"}"
+        ),
+        Some(1.0)
+    );
     server.shutdown().await.unwrap();
 }
 

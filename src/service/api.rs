@@ -185,6 +185,11 @@ impl TavliEngineService {
             deadline,
         };
         let eval = evaluator.evaluate(&pos, opts).at("position")?;
+        if let Some(m) = &self.metrics {
+            m.evaluations
+                .with_label_values(&[eval.evaluator.as_str(), &eval.plies.to_string()])
+                .inc();
+        }
         let ranked = match dice {
             None => Vec::new(),
             Some(d) => evaluator.rank_plays(&pos, d, opts).at("position")?,
