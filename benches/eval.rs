@@ -1,8 +1,10 @@
 //! Evaluation speed (issue #4 targets: >= 100,000 static evaluations per second per
 //! core; ranking all plays of a contact position at 0-ply in under 100 µs).
 //!
-//! Uses the static evaluators that exist: pubeval (Portes), the heuristic (Plakoto,
-//! Fevga), and the exact bear-off database. Run: `cargo bench --bench eval`.
+//! Static evaluation of the committed nets (what the service uses) and of the
+//! baselines (pubeval for Portes, the heuristic for Plakoto and Fevga); ranking and
+//! search with the service's engine (nets + exact bear-off). Run:
+//! `cargo bench --bench eval`.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use rand::{Rng, SeedableRng};
@@ -41,11 +43,17 @@ fn positions(variant: Variant, n: usize) -> Vec<Position> {
 
 fn static_eval(c: &mut Criterion) {
     let mut g = c.benchmark_group("static_eval");
-    let evals: [(Variant, Arc<dyn Evaluator>); 3] = [
-        (Variant::Portes, Arc::new(PubEval)),
+    let mut evals: Vec<(Variant, Arc<dyn Evaluator>)> = Variant::ALL
+        .iter()
+        .filter_map(|&v| {
+            tavli_engine::eval::net::load_default(v).map(|n| (v, n as Arc<dyn Evaluator>))
+        })
+        .collect();
+    evals.extend([
+        (Variant::Portes, Arc::new(PubEval) as Arc<dyn Evaluator>),
         (Variant::Plakoto, Arc::new(Heuristic)),
         (Variant::Fevga, Arc::new(Heuristic)),
-    ];
+    ]);
     for (v, e) in evals {
         let boards: Vec<Board> = positions(v, 1000)
             .iter()
@@ -85,11 +93,7 @@ fn bearoff(c: &mut Criterion) {
 
 fn rank_plays(c: &mut Criterion) {
     let mut g = c.benchmark_group("rank_plays_0ply");
-    let engine = Engine::with_evaluators(
-        Some(Arc::new(PubEval)),
-        Some(Arc::new(Heuristic)),
-        Some(Arc::new(Heuristic)),
-    );
+    let engine = Engine::load_default();
     // A Portes middle-game position with many plays: the start after 6-4 / 5-3 ...
     for v in Variant::ALL {
         let pos = positions(v, 30)[20];
@@ -122,10 +126,10 @@ fn rank_plays(c: &mut Criterion) {
 fn search(c: &mut Criterion) {
     let mut g = c.benchmark_group("evaluate_nply");
     g.sample_size(10);
-    let engine = Engine::with_evaluators(Some(Arc::new(PubEval)), None, None);
+    let engine = Engine::load_default();
     let pos = positions(Variant::Portes, 30)[20];
     for plies in [1u8, 2] {
-        g.bench_function(format!("portes_pubeval_{plies}ply"), |b| {
+        g.bench_function(format!("portes_net_{plies}ply"), |b| {
             b.iter(|| {
                 engine
                     .evaluate(
