@@ -2,10 +2,11 @@
 //!
 //! - [`for_each_step`]: one checker moved by one die (R3 intermediate landings, R4 bar
 //!   and hitting, R5.1–R5.3 pins, R5.5 mother, R6 bearing off, R8.1–R8.3 Fevga).
-//! - [`generate`]: whole plays by levels, one level per die, with duplicates removed
-//!   at every level (R3: plays are distinct by resulting position). Maximum dice and
-//!   larger die (R3) fall out of taking the deepest level; R8.4 (must open) filters
-//!   complete sequences.
+//! - [`generate`]: whole plays by levels, one level per die, one node per distinct
+//!   board (R3: plays are distinct by resulting position): duplicates are removed by
+//!   Zobrist key, or never arise where doubles can be generated in non-increasing
+//!   source order. Maximum dice and larger die (R3) fall out of taking the deepest
+//!   level; R8.4 (must open) filters complete sequences.
 //!
 //! Boards are mover-relative ([`Board`]); the caller mirrors them to pass the turn.
 
