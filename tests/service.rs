@@ -1304,3 +1304,53 @@ async fn graceful_shutdown_drains_in_flight_rpcs() {
     // Everything finished: no need to wait for the whole drain time.
     assert!(t.elapsed() < Duration::from_secs(4), "{:?}", t.elapsed());
 }
+
+/// The service's own engine: a finished game is its certain outcome (R9), even with
+/// dice; an exact bear-off comes from the database; a contact position from the net.
+#[tokio::test]
+async fn evaluate_with_the_engine() {
+    let config = ServerConfig {
+        evaluator: Some(Arc::new(tavli_engine::eval::engine::Engine::load_default())),
+        ..ServerConfig::default()
+    };
+    let server = TestServer::start(config).await;
+    let mut c = server.client().await;
+    let req = |id: &str, d: Option<pb::Dice>, plies| pb::EvaluateRequest {
+        position: Some(evaluate_request::Position::PositionId(id.into())),
+        dice: d,
+        plies,
+    };
+    // White has borne off all 15 and Black none: Black, to move, has lost a mars.
+    let r = c
+        .evaluate(req("portes/b/off:15/1:15", dice(3, 1), 1))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(r.evaluator, "game-over");
+    assert_eq!(r.equity, -2.0);
+    assert!(r.ranked_plays.is_empty());
+    let p = r.probabilities.unwrap();
+    assert_eq!((p.win, p.lose, p.lose_mars), (0.0, 1.0, 1.0));
+    // One checker each on the 6-point: 13/16 exactly (R6: 9 of 36 rolls miss).
+    let r = c
+        .evaluate(req("portes/w/6:1,off:14/19:1,off:14", None, 0))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(r.evaluator, "bearoff-exact");
+    assert_eq!(r.probabilities.unwrap().win, 13.0 / 16.0);
+    assert_eq!(r.equity, 0.625);
+    // A contact position: the net, every legal play ranked best first at 0 ply.
+    let r = c
+        .evaluate(req(PORTES_START, dice(3, 1), 0))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(r.evaluator, "net-portes-v1");
+    assert_eq!(r.ranked_plays.len(), 16);
+    assert!(r
+        .ranked_plays
+        .windows(2)
+        .all(|w| w[0].equity >= w[1].equity));
+    server.shutdown().await.unwrap();
+}

@@ -190,9 +190,12 @@ impl TavliEngineService {
                 .with_label_values(&[eval.evaluator.as_str(), &eval.plies.to_string()])
                 .inc();
         }
+        // A finished game (R9) is answered as its certain outcome, with no plays.
         let ranked = match dice {
-            None => Vec::new(),
-            Some(d) => evaluator.rank_plays(&pos, d, opts).at("position")?,
+            Some(d) if pos.game_over().is_none() => {
+                evaluator.rank_plays(&pos, d, opts).at("position")?
+            }
+            _ => Vec::new(),
         };
         Ok(pb::EvaluateResponse {
             position: Some(convert::position_to_pb(&pos)),
