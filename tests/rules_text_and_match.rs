@@ -139,6 +139,22 @@ fn notation_parses_and_prints() {
     let play = apply(&p, d, &PlayInput::Notation("24/13".into())).unwrap();
     assert_eq!(play.notation, "24/18/13");
     assert_eq!(format(&[]), "pass");
+    // Grouping, hits and chains in one line; more than one turn's moves never panic.
+    use tavli_engine::rules::movegen::RawMove;
+    let m = |from, to, die, hit| RawMove { from, to, die, hit };
+    let four = [
+        m(24, 18, 6, false),
+        m(18, 12, 6, true),
+        m(8, 2, 6, false),
+        m(8, 2, 6, false),
+    ];
+    assert_eq!(format(&four), "24/18/12* 8/2(2)");
+    assert_eq!(
+        format(&[m(25, 22, 3, true), m(6, 0, 6, false)]),
+        "bar/22* 6/off"
+    );
+    let five = [m(13, 12, 1, false); 5];
+    assert_eq!(format(&five), "13/12(4) 13/12");
 }
 
 #[test]

@@ -122,54 +122,85 @@ pub fn parse(text: &str) -> Result<Vec<Segment>, RulesError> {
     Ok(out)
 }
 
-fn place_name(p: u8) -> String {
-    match p {
-        25 => "bar".to_string(),
-        0 => "off".to_string(),
-        n => n.to_string(),
-    }
-}
-
 /// Formats moves (own numbering) as notation: one chain per checker with every landing
 /// point written (`13/7/1`), `*` where it hit or pinned, identical chains grouped
 /// (`24/18(2)`), chains in the order they were first played, `pass` for no move.
+/// Made for one turn's moves (at most four); longer lists are written four at a time.
 pub fn format(moves: &[RawMove]) -> String {
     if moves.is_empty() {
         return "pass".to_string();
     }
-    // Each chain: points visited and the hit flag of each landing.
-    let mut chains: Vec<Vec<(u8, bool)>> = Vec::new();
+    if moves.len() > 4 {
+        // Not one turn's moves: write each move on its own, four at a time.
+        let parts: Vec<String> = moves.chunks(4).map(format).collect();
+        return parts.join(" ");
+    }
+    // Fixed-size buffers (at most four moves): the service formats every legal play.
+    // A chain: the points it visits and whether each landing hit; its repeat count.
+    #[derive(Clone, Copy, PartialEq, Eq, Default)]
+    struct Chain {
+        places: [(u8, bool); 5],
+        len: usize,
+    }
+    let mut chains = [Chain::default(); 4];
+    let mut n_chains = 0;
     for m in moves {
-        let ext = chains
+        let ext = chains[..n_chains]
             .iter_mut()
             .rev()
-            .find(|c| c.last().map(|l| l.0) == Some(m.from) && m.from != 0);
+            .find(|c| c.places[c.len - 1].0 == m.from);
         match ext {
-            Some(c) => c.push((m.to, m.hit)),
-            None => chains.push(vec![(m.from, false), (m.to, m.hit)]),
-        }
-    }
-    let mut groups: Vec<(Vec<(u8, bool)>, usize)> = Vec::new();
-    for c in chains {
-        match groups.iter_mut().find(|g| g.0 == c) {
-            Some(g) => g.1 += 1,
-            None => groups.push((c, 1)),
-        }
-    }
-    let items: Vec<String> = groups
-        .iter()
-        .map(|(c, n)| {
-            let path: Vec<String> = c
-                .iter()
-                .map(|&(p, hit)| format!("{}{}", place_name(p), if hit { "*" } else { "" }))
-                .collect();
-            let path = path.join("/");
-            if *n > 1 {
-                format!("{path}({n})")
-            } else {
-                path
+            Some(c) => {
+                c.places[c.len] = (m.to, m.hit);
+                c.len += 1;
             }
-        })
-        .collect();
-    items.join(" ")
+            None => {
+                let c = &mut chains[n_chains];
+                c.places[0] = (m.from, false);
+                c.places[1] = (m.to, m.hit);
+                c.len = 2;
+                n_chains += 1;
+            }
+        }
+    }
+    let mut groups = [(Chain::default(), 0usize); 4];
+    let mut n_groups = 0;
+    for c in &chains[..n_chains] {
+        match groups[..n_groups].iter_mut().find(|g| g.0 == *c) {
+            Some(g) => g.1 += 1,
+            None => {
+                groups[n_groups] = (*c, 1);
+                n_groups += 1;
+            }
+        }
+    }
+    let mut out = String::with_capacity(24);
+    for (i, (c, n)) in groups[..n_groups].iter().enumerate() {
+        if i > 0 {
+            out.push(' ');
+        }
+        for (k, &(p, hit)) in c.places[..c.len].iter().enumerate() {
+            if k > 0 {
+                out.push('/');
+            }
+            match p {
+                25 => out.push_str("bar"),
+                0 => out.push_str("off"),
+                p if p >= 10 => {
+                    out.push((b'0' + p / 10) as char);
+                    out.push((b'0' + p % 10) as char);
+                }
+                p => out.push((b'0' + p) as char),
+            }
+            if hit {
+                out.push('*');
+            }
+        }
+        if *n > 1 {
+            out.push('(');
+            out.push((b'0' + *n as u8) as char);
+            out.push(')');
+        }
+    }
+    out
 }
