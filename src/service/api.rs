@@ -323,9 +323,16 @@ impl pb::tavli_engine_server::TavliEngine for TavliEngineService {
     ) -> Result<Response<pb::EvaluateResponse>, Status> {
         let deadline = request.extensions().get::<Deadline>().map(|d| d.0);
         let req = request.into_inner();
+        // A 0-ply evaluation is one net evaluation per play (tens of microseconds, like
+        // ListLegalPlays): answered on the async worker, where a hand-off to the
+        // blocking pool would cost more than the work and add threads that compete
+        // for the cores. Deeper searches (milliseconds and more) go to the blocking
+        // pool so that they do not hold up the workers.
+        if req.plies == 0 {
+            return respond(TavliEngineService::evaluate(self, &req, deadline));
+        }
         let svc = self.clone();
         let span = tracing::Span::current();
-        // Evaluation is CPU-bound: keep it off the async workers.
         let r = tokio::task::spawn_blocking(move || {
             span.in_scope(|| TavliEngineService::evaluate(&svc, &req, deadline))
         })
