@@ -110,6 +110,10 @@ struct PlaysArgs {
     /// The roll: 6-5, 65 or 6,5.
     #[arg(long, short)]
     dice: String,
+    /// Each play with its resulting Position ID only (PLAY_DETAIL_COMPACT; shows in
+    /// --json output).
+    #[arg(long)]
+    compact: bool,
 }
 
 #[derive(Args, Debug)]
@@ -256,6 +260,11 @@ fn plays(a: PlaysArgs) -> Result<String, BoxError> {
             a.pos.position,
         )),
         dice: Some(dice_pb(&a.dice)?),
+        detail: if a.compact {
+            pb::PlayDetail::Compact
+        } else {
+            pb::PlayDetail::Full
+        } as i32,
     };
     let resp = service(false).list_legal_plays(&req)?;
     if a.pos.json {
@@ -264,10 +273,13 @@ fn plays(a: PlaysArgs) -> Result<String, BoxError> {
     let n = resp.plays.len();
     let mut out = format!("{n} play{}\n", if n == 1 { "" } else { "s" });
     for p in &resp.plays {
-        let end = p.outcome.as_ref().map(outcome_text);
-        match end {
-            Some(o) => writeln!(out, "{}\t{}\t{o}", p.notation, position_id(&p.position))?,
-            None => writeln!(out, "{}\t{}", p.notation, position_id(&p.position))?,
+        let id = match &p.position {
+            Some(_) => position_id(&p.position),
+            None => &p.position_id,
+        };
+        match p.outcome.as_ref().map(outcome_text) {
+            Some(o) => writeln!(out, "{}\t{id}\t{o}", p.notation)?,
+            None => writeln!(out, "{}\t{id}", p.notation)?,
         }
     }
     Ok(out)

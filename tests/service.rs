@@ -126,6 +126,7 @@ fn by_id(id: &str, d: Option<pb::Dice>) -> pb::ListLegalPlaysRequest {
     pb::ListLegalPlaysRequest {
         position: Some(llp::Position::PositionId(id.to_string())),
         dice: d,
+        ..Default::default()
     }
 }
 
@@ -133,6 +134,7 @@ fn by_structured(p: pb::Position, d: Option<pb::Dice>) -> pb::ListLegalPlaysRequ
     pb::ListLegalPlaysRequest {
         position: Some(llp::Position::Structured(p)),
         dice: d,
+        ..Default::default()
     }
 }
 
@@ -315,6 +317,61 @@ async fn known_plays_of_starting_positions() {
     server.shutdown().await.unwrap();
 }
 
+/// PLAY_DETAIL_COMPACT: the same plays in the same order, each with its resulting
+/// Position ID in `position_id` and no `position`; an unknown detail is invalid.
+#[tokio::test]
+async fn compact_plays_carry_the_resulting_position_id_only() {
+    let server = TestServer::default().await;
+    let mut c = server.client().await;
+    let cases = [
+        (PORTES_START, (6, 5)),
+        ("plakoto/w/24:15/1:15", (3, 3)),
+        ("fevga/w/24:15/12:15", (5, 5)),
+        // R5.5: pinning the mother ends the game; the outcome is kept.
+        ("plakoto/w/3:1,6:14/1:1,19:14", (2, 1)),
+    ];
+    for (id, (d1, d2)) in cases {
+        let full = c
+            .list_legal_plays(by_id(id, dice(d1, d2)))
+            .await
+            .unwrap()
+            .into_inner();
+        let mut req = by_id(id, dice(d1, d2));
+        req.detail = pb::PlayDetail::Compact as i32;
+        let compact = c.list_legal_plays(req).await.unwrap().into_inner();
+        assert_eq!(compact.position, full.position, "{id}");
+        if id.starts_with("plakoto/w/3:1") {
+            let ended = compact
+                .plays
+                .iter()
+                .find(|p| p.notation == "6/5 3/1*")
+                .unwrap();
+            assert_eq!(ended.position_id, "plakoto/b/6:13,5:1,1:1/1:1p,19:14");
+            assert_eq!(ended.outcome.as_ref().unwrap().points, 2);
+        }
+        assert_eq!(compact.plays.len(), full.plays.len(), "{id}");
+        assert!(!full.plays.is_empty(), "{id}");
+        for (f, k) in full.plays.iter().zip(&compact.plays) {
+            assert_eq!(
+                f.position_id, "",
+                "{id}: full plays leave position_id empty"
+            );
+            assert_eq!(k.position, None, "{id}: compact plays have no position");
+            assert_eq!(k.position_id, f.position.as_ref().unwrap().position_id);
+            assert_eq!(
+                (&k.moves, &k.notation, &k.outcome),
+                (&f.moves, &f.notation, &f.outcome)
+            );
+        }
+    }
+    let mut req = by_id(PORTES_START, dice(6, 5));
+    req.detail = 7;
+    let e = c.list_legal_plays(req).await.unwrap_err();
+    assert_invalid(&e, "detail");
+    assert!(e.message().contains("unknown play detail 7"), "{e:?}");
+    server.shutdown().await.unwrap();
+}
+
 /// A GNU Backgammon Position ID (Portes) gives the same answer as the Position ID.
 #[tokio::test]
 async fn gnubg_position_input() {
@@ -333,6 +390,7 @@ async fn gnubg_position_input() {
                 side_to_move: pb::Side::White as i32,
             })),
             dice: dice(4, 2),
+            ..Default::default()
         })
         .await
         .unwrap()
@@ -668,6 +726,7 @@ async fn bad_inputs_are_invalid_argument_naming_the_field() {
         pb::ListLegalPlaysRequest {
             position: None,
             dice: dice(3, 1),
+            ..Default::default()
         },
         "position",
     ));
@@ -678,6 +737,7 @@ async fn bad_inputs_are_invalid_argument_naming_the_field() {
                 side_to_move: 0,
             })),
             dice: dice(3, 1),
+            ..Default::default()
         },
         "position.gnubg.side_to_move",
     ));
@@ -688,6 +748,7 @@ async fn bad_inputs_are_invalid_argument_naming_the_field() {
                 side_to_move: 1,
             })),
             dice: dice(3, 1),
+            ..Default::default()
         },
         "position.gnubg.id",
     ));

@@ -55,8 +55,9 @@ impl TavliEngineService {
         }
     }
 
-    /// `ListLegalPlays`: every legal play (R3–R8). Errors: invalid position or dice
-    /// (R9), game over.
+    /// `ListLegalPlays`: every legal play (R3–R8), each with its whole resulting
+    /// position, or with its Position ID only when `detail` is `PLAY_DETAIL_COMPACT`.
+    /// Errors: invalid position or dice (R9), unknown `detail`, game over.
     pub fn list_legal_plays(
         &self,
         req: &pb::ListLegalPlaysRequest,
@@ -64,6 +65,7 @@ impl TavliEngineService {
         let pos = convert::position_input(req.position.as_ref().map(PositionInput::from))?;
         record_variant(pos.variant);
         let dice = convert::dice_from_pb(req.dice.as_ref(), "dice")?;
+        let compact = convert::compact_from_pb(req.detail, "detail")?;
         let plays = rules::legal_plays(&pos, dice).at("position")?;
         if let Some(m) = &self.metrics {
             m.plays_per_request
@@ -73,7 +75,10 @@ impl TavliEngineService {
         Ok(pb::ListLegalPlaysResponse {
             position: Some(convert::position_to_pb(&pos)),
             dice: Some(convert::dice_to_pb(dice)),
-            plays: plays.iter().map(convert::play_to_pb).collect(),
+            plays: plays
+                .iter()
+                .map(|p| convert::play_to_pb(p, compact))
+                .collect(),
         })
     }
 
@@ -206,7 +211,7 @@ impl TavliEngineService {
             ranked_plays: ranked
                 .iter()
                 .map(|r| pb::RankedPlay {
-                    play: Some(convert::play_to_pb(&r.play)),
+                    play: Some(convert::play_to_pb(&r.play, false)),
                     equity: r.equity,
                     probabilities: Some(convert::probabilities_to_pb(&r.probabilities)),
                 })

@@ -403,13 +403,34 @@ pub fn outcome_from_pb(o: Option<&pb::GameOutcome>, field: &str) -> Result<Outco
     })
 }
 
-/// The protobuf form of a play.
-pub fn play_to_pb(p: &Play) -> pb::Play {
+/// How much a play carries (`ListLegalPlaysRequest.detail`): `true` for
+/// `PLAY_DETAIL_COMPACT`, `false` for `PLAY_DETAIL_FULL` or unset; unknown numbers are
+/// errors on `field`.
+pub fn compact_from_pb(v: i32, field: &str) -> Result<bool, ServiceError> {
+    match pb::PlayDetail::try_from(v) {
+        Ok(pb::PlayDetail::Unspecified | pb::PlayDetail::Full) => Ok(false),
+        Ok(pb::PlayDetail::Compact) => Ok(true),
+        Err(_) => Err(ServiceError::invalid(
+            field,
+            format!("unknown play detail {v}: use PLAY_DETAIL_FULL or PLAY_DETAIL_COMPACT"),
+        )),
+    }
+}
+
+/// The protobuf form of a play: with the whole resulting position in `position`, or,
+/// when `compact`, with its Position ID only in `position_id`.
+pub fn play_to_pb(p: &Play, compact: bool) -> pb::Play {
+    let (position, position_id) = if compact {
+        (None, position_id::to_id(&p.position))
+    } else {
+        (Some(position_to_pb(&p.position)), String::new())
+    };
     pb::Play {
         moves: p.moves.iter().map(move_to_pb).collect(),
         notation: p.notation.clone(),
-        position: Some(position_to_pb(&p.position)),
+        position,
         outcome: p.outcome.as_ref().map(outcome_to_pb),
+        position_id,
     }
 }
 
