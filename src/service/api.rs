@@ -76,7 +76,7 @@ impl TavliEngineService {
             position: Some(convert::position_to_pb(&pos)),
             dice: Some(convert::dice_to_pb(dice)),
             plays: plays
-                .iter()
+                .into_iter()
                 .map(|p| convert::play_to_pb(p, compact))
                 .collect(),
         })
@@ -209,9 +209,9 @@ impl TavliEngineService {
             evaluator: eval.evaluator,
             plies: eval.plies as u32,
             ranked_plays: ranked
-                .iter()
+                .into_iter()
                 .map(|r| pb::RankedPlay {
-                    play: Some(convert::play_to_pb(&r.play, false)),
+                    play: Some(convert::play_to_pb(r.play, false)),
                     equity: r.equity,
                     probabilities: Some(convert::probabilities_to_pb(&r.probabilities)),
                 })

@@ -106,7 +106,11 @@ pub fn position_from_pb(p: &pb::Position, prefix: &str) -> Result<Position, Serv
         pos.points[i] = Point {
             white: count(pt.white, || f(&format!("points[{i}].white")))?,
             black: count(pt.black, || f(&format!("points[{i}].black")))?,
-            pinned: opt_side_from_pb(pt.pinned, &f(&format!("points[{i}].pinned")))?,
+            pinned: match pt.pinned {
+                // No pin, the common case: no field path to build.
+                0 => None,
+                v => opt_side_from_pb(v, &f(&format!("points[{i}].pinned")))?,
+            },
         };
     }
     pos.bar = [
@@ -417,9 +421,10 @@ pub fn compact_from_pb(v: i32, field: &str) -> Result<bool, ServiceError> {
     }
 }
 
-/// The protobuf form of a play: with the whole resulting position in `position`, or,
-/// when `compact`, with its Position ID only in `position_id`.
-pub fn play_to_pb(p: &Play, compact: bool) -> pb::Play {
+/// The protobuf form of a play (taken by value: its notation moves over): with the
+/// whole resulting position in `position`, or, when `compact`, with its Position ID
+/// only in `position_id`.
+pub fn play_to_pb(p: Play, compact: bool) -> pb::Play {
     let (position, position_id) = if compact {
         (None, position_id::to_id(&p.position))
     } else {
@@ -427,7 +432,7 @@ pub fn play_to_pb(p: &Play, compact: bool) -> pb::Play {
     };
     pb::Play {
         moves: p.moves.iter().map(move_to_pb).collect(),
-        notation: p.notation.clone(),
+        notation: p.notation,
         position,
         outcome: p.outcome.as_ref().map(outcome_to_pb),
         position_id,
