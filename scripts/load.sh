@@ -23,7 +23,9 @@
 #   request weights, default 60:30:10), --no-build, --bin PATH, --out DIR
 #   (default target/load/<time>), --keep-logs (h2load per-request logs), --seed N,
 #   --nice N (server and h2load under `nice -n N`; negative N, as root, is a diagnostic
-#   that shows the service with less interference from the rest of a shared machine).
+#   that shows the service with less interference from the rest of a shared machine),
+#   --pin (the server on CPU 0, the driver and h2load on the other CPUs, with taskset:
+#   the load generator does not compete with the service for its core; needs 2+ CPUs).
 # Needs: cargo, python3 (standard library only), curl, h2load (Debian nghttp2-client:
 #   installed with apt-get when missing, which needs root).
 set -euo pipefail
@@ -37,6 +39,7 @@ OUT=
 SEED=2026
 KEEP=0
 NICE=()
+PIN=0
 DRIVE=()
 while (($#)); do
   case $1 in
@@ -48,6 +51,7 @@ while (($#)); do
     --out) OUT=$2; shift 2 ;;
     --seed) SEED=$2; shift 2 ;;
     --nice) NICE=(nice -n "$2"); shift 2 ;;
+    --pin) PIN=1; shift ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "load.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
@@ -74,9 +78,20 @@ echo "load.sh: server $BIN ($(stat -c %y "$BIN" | cut -d. -f1), sha256 $(sha256s
 echo "load.sh: results in $OUT"
 python3 "$ROOT/scripts/load/corpus.py" --bin "$BIN" --out "$OUT/corpus" --seed "$SEED"
 
+# --pin: the server on CPU 0, everything else on the rest.
+SERVER_CPUS=()
+DRIVER_CPUS=()
+if ((PIN)); then
+  NCPU=$(nproc)
+  ((NCPU >= 2)) || { echo "load.sh: --pin needs 2 or more CPUs, this machine has $NCPU" >&2; exit 2; }
+  SERVER_CPUS=(taskset -c 0)
+  DRIVER_CPUS=(taskset -c "1-$((NCPU - 1))")
+  echo "load.sh: pinned: the server on CPU 0, the driver and h2load on CPUs 1-$((NCPU - 1))"
+fi
+
 # The server, ours alone: started here, stopped by pid.
 TAVLI_GRPC_ADDR=127.0.0.1:$GRPC_PORT TAVLI_METRICS_ADDR=127.0.0.1:$METRICS_PORT \
-  "${NICE[@]}" "$BIN" >"$OUT/server.log" 2>&1 &
+  "${NICE[@]}" "${SERVER_CPUS[@]}" "$BIN" >"$OUT/server.log" 2>&1 &
 SERVER=$!
 stop_server() {
   if kill -0 "$SERVER" 2>/dev/null; then
@@ -95,7 +110,7 @@ for i in $(seq 1 100); do
 done
 
 rc=0
-"${NICE[@]}" python3 "$ROOT/scripts/load/drive.py" --url "http://127.0.0.1:$GRPC_PORT" \
+"${NICE[@]}" "${DRIVER_CPUS[@]}" python3 "$ROOT/scripts/load/drive.py" --url "http://127.0.0.1:$GRPC_PORT" \
   --metrics "http://127.0.0.1:$METRICS_PORT/metrics" --corpus "$OUT/corpus" --out "$OUT" \
   "${DRIVE[@]}" | tee "$OUT/report.txt" || rc=$?
 stop_server

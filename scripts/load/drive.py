@@ -13,14 +13,19 @@ Phases (default run):
               ListLegalPlays (all variants), same h2load settings: rps and ratio
   saturation  the mix (ListLegalPlays, ApplyPlay, Evaluate when it works), closed
               loop: the saturation rps
-  rate80      the mix at 80 % of the saturation rps (h2load --rps): p99 latency
+  rate80      the mix at 80 % of saturation (h2load --rps): each body of the mix at
+              80 % of the rps it reached in the saturation phase, so that the server
+              is 80 % busy throughout, whichever body is running: p99 latency
 With --soak SECONDS the saturation mix runs for SECONDS instead of baseline/rate80,
 sampling process_resident_memory_bytes every --sample-every seconds.
 
 h2load sends one body per run, so a phase is a sequence of short h2load runs, one
 per body, each with its share of the phase's requests (the mix weights); the phase's
 rps is its requests over the sum of the runs' times, its latency percentiles are
-taken over the per-request log of all its runs (h2load --log-file).
+taken over the per-request log of all its runs (h2load --log-file). Because the runs
+are one body at a time, one rate for the whole mix would overload the server with
+the costly bodies (a Plakoto Evaluate) and idle it with the cheap ones; rate80
+therefore paces every body by its own saturation rps.
 """
 import argparse
 import json
@@ -140,7 +145,8 @@ def percentiles(logfiles, qs=(50, 90, 99, 99.9)):
 
 # --- phases ---------------------------------------------------------------------
 class Phase:
-    """A sequence of h2load runs over `plan` [(body, method, n)], judged by /metrics."""
+    """A sequence of h2load runs over `plan` [(body, method, n)] or
+    [(body, method, n, rps)], judged by /metrics."""
 
     def __init__(self, cfg, name):
         self.cfg, self.name = cfg, name
@@ -154,12 +160,16 @@ class Phase:
         secs = 0.0
         n = ok = failed = 0
         logs = []
-        for i, (body, method, count) in enumerate(plan):
+        per_body = {}
+        for i, (body, method, count, *body_rps) in enumerate(plan):
             if deadline and time.monotonic() > deadline:
                 break
             lf = os.path.join(self.dir, f"{i:03d}.log")
-            r = h2load(cfg, body, method, count, rps=rps, logfile=lf)
+            r = h2load(cfg, body, method, count, rps=body_rps[0] if body_rps else rps, logfile=lf)
             logs.append(lf)
+            b = per_body.setdefault(body, {"n": 0, "secs": 0.0})
+            b["n"] += r["n"]
+            b["secs"] += r["secs"]
             secs += r["secs"]
             n += r["n"]
             ok += r["succeeded"]
@@ -186,6 +196,7 @@ class Phase:
             "server_cpu_us_per_call": (cpu / n * 1e6) if cpu is not None and n else None,
             "server_mean_ms": server_mean, "rss_mib": (m1["rss"] or 0) / MIB,
             "load_before": load_before, "load_after": load(), "rate_limit_rps": rps,
+            "per_body_rps": {os.path.basename(b): v["n"] / v["secs"] for b, v in per_body.items() if v["secs"]},
         }
         with open(os.path.join(cfg.out, f"{self.name}.json"), "w") as f:
             json.dump(res, f, indent=1, default=str)
@@ -332,8 +343,12 @@ def main():
         log(fmt(sat))
         results.append(sat)
         target = cfg.rate_fraction * sat["rps"]
-        rate = Phase(cfg, "rate80-mix").run(plan_for(mix, weights, sized(target, cfg.seconds * 2)), rps=target)
-        log(fmt(rate) + f"  (asked {target:.0f} rps: h2load --rps {max(1, int(round(target / cfg.clients)))} x {cfg.clients} clients)")
+        # Every body at rate_fraction of its own saturation rps (see the module doc).
+        paced = [(body, method, n, cfg.rate_fraction * sat["per_body_rps"].get(os.path.basename(body), sat["rps"]))
+                 for body, method, n in plan_for(mix, weights, sized(target, cfg.seconds * 2))]
+        rate = Phase(cfg, "rate80-mix").run(paced)
+        log(fmt(rate) + f"  (asked {cfg.rate_fraction:.0%} of each body's saturation rps, "
+            f"{target:.0f} rps for the mix)")
         results.append(rate)
         p99 = rate["latency_ms"].get(99, float("inf"))
         verdicts.append((f"p99 < {cfg.p99_limit_ms} ms at {cfg.rate_fraction:.0%} of saturation ({target:.0f} rps)",
