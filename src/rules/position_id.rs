@@ -36,52 +36,69 @@ fn path(variant: Variant, side: Side) -> impl Iterator<Item = u8> {
 
 /// The canonical Position ID of `pos` (see the module grammar).
 pub fn to_id(pos: &Position) -> String {
-    // Built by hand into one buffer: the service writes one ID per legal play.
-    fn push_num(s: &mut String, n: u8) {
-        if n >= 100 {
-            s.push((b'0' + n / 100) as char);
-        }
-        if n >= 10 {
-            s.push((b'0' + n / 10 % 10) as char);
-        }
-        s.push((b'0' + n % 10) as char);
+    // Written by hand into one stack buffer (the service writes one ID per legal play).
+    // Large enough for any `Position`, valid or not: "plakoto/w" and per side "/" and
+    // at most 26 entries ("bar:", 24 points, "off:") of at most 8 bytes ("24:255p,").
+    const CAP: usize = 9 + 2 * (1 + 26 * 8);
+    struct Buf {
+        b: [u8; CAP],
+        n: usize,
     }
-    let mut s = String::with_capacity(64);
+    impl Buf {
+        fn push(&mut self, c: u8) {
+            self.b[self.n] = c;
+            self.n += 1;
+        }
+        fn push_str(&mut self, s: &str) {
+            self.b[self.n..self.n + s.len()].copy_from_slice(s.as_bytes());
+            self.n += s.len();
+        }
+        fn push_num(&mut self, n: u8) {
+            if n >= 100 {
+                self.push(b'0' + n / 100);
+            }
+            if n >= 10 {
+                self.push(b'0' + n / 10 % 10);
+            }
+            self.push(b'0' + n % 10);
+        }
+    }
+    let mut s = Buf { b: [0; CAP], n: 0 };
     s.push_str(pos.variant.name());
     s.push_str(if pos.turn == Side::White { "/w" } else { "/b" });
     for side in [Side::White, Side::Black] {
-        s.push('/');
-        let mut first = true;
-        let mut sep = |s: &mut String| {
-            if !std::mem::take(&mut first) {
-                s.push(',');
+        s.push(b'/');
+        let start = s.n;
+        let sep = |s: &mut Buf| {
+            if s.n > start {
+                s.push(b',');
             }
         };
         if pos.bar[side.index()] > 0 {
             sep(&mut s);
             s.push_str("bar:");
-            push_num(&mut s, pos.bar[side.index()]);
+            s.push_num(pos.bar[side.index()]);
         }
         for printed in path(pos.variant, side) {
             let pt = pos.point(printed);
             let n = pt.count(side);
             if n > 0 {
                 sep(&mut s);
-                push_num(&mut s, printed);
-                s.push(':');
-                push_num(&mut s, n);
+                s.push_num(printed);
+                s.push(b':');
+                s.push_num(n);
                 if pt.pinned == Some(side) {
-                    s.push('p');
+                    s.push(b'p');
                 }
             }
         }
         if pos.off[side.index()] > 0 {
             sep(&mut s);
             s.push_str("off:");
-            push_num(&mut s, pos.off[side.index()]);
+            s.push_num(pos.off[side.index()]);
         }
     }
-    s
+    String::from_utf8(s.b[..s.n].to_vec()).expect("a Position ID is ASCII")
 }
 
 /// Parses a Position ID and validates the position (R9). Errors name the field
@@ -177,14 +194,13 @@ pub(crate) fn parse_side(pos: &mut Position, side: Side, list: &str) -> Result<(
 /// The 10-byte GNU Backgammon key of a mover-relative Portes board: the opponent's
 /// half first (its own numbering), then the mover's.
 pub fn gnubg_key(b: &Board) -> [u8; 10] {
-    let mut key = [0u8; 10];
-    let mut bit = 0usize;
+    // 80 bits, least significant first: per point (and then the bar) as many 1s as
+    // checkers, then a 0. Built in one integer, a run of 1s at a time.
+    let mut bits = 0u128;
+    let mut at = 0u32;
     let mut put = |count: u8| {
-        for _ in 0..count {
-            key[bit / 8] |= 1 << (bit % 8);
-            bit += 1;
-        }
-        bit += 1;
+        bits |= ((1u128 << count) - 1) << at;
+        at += count as u32 + 1;
     };
     for j in 1..=24 {
         put(b.opp_at(25 - j));
@@ -194,6 +210,8 @@ pub fn gnubg_key(b: &Board) -> [u8; 10] {
         put(b.own_at(i));
     }
     put(b.own[BAR]);
+    let mut key = [0u8; 10];
+    key.copy_from_slice(&bits.to_le_bytes()[..10]);
     key
 }
 

@@ -6,6 +6,7 @@
 use super::error::{join_path, AtField, ServiceError};
 use super::pb;
 use crate::eval::Probabilities;
+use crate::rules::board::Board;
 use crate::rules::position_id;
 use crate::rules::{
     Dice, Location, MatchState, Move, Outcome, OutcomeReason, Play, Point, Position, Side, Variant,
@@ -149,8 +150,9 @@ pub fn position_to_pb(p: &Position) -> pb::Position {
         off_white: p.off[0] as u32,
         off_black: p.off[1] as u32,
         position_id: position_id::to_id(p),
+        // A position here has passed `validate` (input) or comes from the rules core.
         gnubg_id: if p.variant == Variant::Portes {
-            position_id::to_gnubg_id(p).unwrap_or_default()
+            position_id::gnubg_id_of_board(&Board::from_position(p, p.turn))
         } else {
             String::new()
         },
