@@ -1,6 +1,8 @@
-//! The ListLegalPlays handler without the transport: request → rules → response
-//! message → protobuf bytes, as the server does it for one call, for
-//! `PLAY_DETAIL_FULL` (the default) and `PLAY_DETAIL_COMPACT`. Positions: 200 per variant from seeded random-play games,
+//! The ListLegalPlays handler without the transport: request bytes → rules →
+//! response bytes, for `PLAY_DETAIL_FULL` (the default) and `PLAY_DETAIL_COMPACT`,
+//! two ways: `wire`, what the server does (`list_legal_plays_encoded`, the bytes
+//! written straight from the plays), and `prost` (`list_legal_plays`, the message
+//! built and then encoded by prost: what the CLI does). Positions: 200 per variant from seeded random-play games,
 //! each with a seeded roll, sent as Position IDs. Compare with the server CPU per
 //! call of `scripts/load.sh` to see the share of HTTP/2, TCP and scheduling
 //! (docs/performance.md, "Service load"). Run: `cargo bench --bench service`.
@@ -61,7 +63,7 @@ fn list_legal_plays(c: &mut Criterion) {
             );
             g.throughput(Throughput::Elements(reqs.len() as u64));
             let mut out = Vec::with_capacity(1 << 16);
-            g.bench_function(format!("{}/{name}", v.name()), |b| {
+            g.bench_function(format!("{}/{name}/prost", v.name()), |b| {
                 b.iter(|| {
                     for r in &reqs {
                         let req = pb::ListLegalPlaysRequest::decode(black_box(&r[..])).unwrap();
@@ -69,6 +71,14 @@ fn list_legal_plays(c: &mut Criterion) {
                         out.clear();
                         resp.encode(&mut out).unwrap();
                         black_box(&out);
+                    }
+                })
+            });
+            g.bench_function(format!("{}/{name}/wire", v.name()), |b| {
+                b.iter(|| {
+                    for r in &reqs {
+                        let req = pb::ListLegalPlaysRequest::decode(black_box(&r[..])).unwrap();
+                        black_box(svc.list_legal_plays_encoded(&req).unwrap());
                     }
                 })
             });

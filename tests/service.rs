@@ -1329,6 +1329,24 @@ async fn max_message_size_is_enforced() {
         .await
         .unwrap_err();
     assert_eq!(e.code(), Code::OutOfRange, "{e:?}");
+    // A response over the limit too: the seven plays of the Portes start with 6-5,
+    // each with its whole position, are about 1.8 KB.
+    let e = c
+        .list_legal_plays(by_id(PORTES_START, dice(6, 5)))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::OutOfRange, "{e:?}");
+    let mut compact = by_id("fevga/w/24:15/12:15", dice(6, 6));
+    compact.detail = pb::PlayDetail::Compact as i32;
+    assert_eq!(
+        c.list_legal_plays(compact)
+            .await
+            .unwrap()
+            .into_inner()
+            .plays
+            .len(),
+        1
+    );
     server.shutdown().await.unwrap();
 }
 

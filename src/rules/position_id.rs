@@ -36,69 +36,61 @@ fn path(variant: Variant, side: Side) -> impl Iterator<Item = u8> {
 
 /// The canonical Position ID of `pos` (see the module grammar).
 pub fn to_id(pos: &Position) -> String {
-    // Written by hand into one stack buffer (the service writes one ID per legal play).
-    // Large enough for any `Position`, valid or not: "plakoto/w" and per side "/" and
-    // at most 26 entries ("bar:", 24 points, "off:") of at most 8 bytes ("24:255p,").
-    const CAP: usize = 9 + 2 * (1 + 26 * 8);
-    struct Buf {
-        b: [u8; CAP],
-        n: usize,
+    let mut v = Vec::with_capacity(96);
+    push_id(pos, &mut v);
+    String::from_utf8(v).expect("a Position ID is ASCII")
+}
+
+/// Appends the canonical Position ID of `pos` to `out` (ASCII), as [`to_id`] without
+/// a `String` of its own: the service writes one ID per legal play into its response.
+pub fn push_id(pos: &Position, out: &mut Vec<u8>) {
+    fn push_num(out: &mut Vec<u8>, n: u8) {
+        if n >= 100 {
+            out.push(b'0' + n / 100);
+        }
+        if n >= 10 {
+            out.push(b'0' + n / 10 % 10);
+        }
+        out.push(b'0' + n % 10);
     }
-    impl Buf {
-        fn push(&mut self, c: u8) {
-            self.b[self.n] = c;
-            self.n += 1;
-        }
-        fn push_str(&mut self, s: &str) {
-            self.b[self.n..self.n + s.len()].copy_from_slice(s.as_bytes());
-            self.n += s.len();
-        }
-        fn push_num(&mut self, n: u8) {
-            if n >= 100 {
-                self.push(b'0' + n / 100);
-            }
-            if n >= 10 {
-                self.push(b'0' + n / 10 % 10);
-            }
-            self.push(b'0' + n % 10);
-        }
-    }
-    let mut s = Buf { b: [0; CAP], n: 0 };
-    s.push_str(pos.variant.name());
-    s.push_str(if pos.turn == Side::White { "/w" } else { "/b" });
+    out.extend_from_slice(pos.variant.name().as_bytes());
+    out.extend_from_slice(if pos.turn == Side::White {
+        b"/w"
+    } else {
+        b"/b"
+    });
     for side in [Side::White, Side::Black] {
-        s.push(b'/');
-        let start = s.n;
-        let sep = |s: &mut Buf| {
-            if s.n > start {
-                s.push(b',');
+        out.push(b'/');
+        let start = out.len();
+        let sep = |out: &mut Vec<u8>| {
+            if out.len() > start {
+                out.push(b',');
             }
         };
         if pos.bar[side.index()] > 0 {
-            sep(&mut s);
-            s.push_str("bar:");
-            s.push_num(pos.bar[side.index()]);
+            sep(out);
+            out.extend_from_slice(b"bar:");
+            push_num(out, pos.bar[side.index()]);
         }
         for printed in path(pos.variant, side) {
             let pt = pos.point(printed);
             let n = pt.count(side);
             if n > 0 {
-                sep(&mut s);
-                s.push_num(printed);
-                s.push(b':');
-                s.push_num(n);
+                sep(out);
+                push_num(out, printed);
+                out.push(b':');
+                push_num(out, n);
                 if pt.pinned == Some(side) {
-                    s.push(b'p');
+                    out.push(b'p');
                 }
             }
         }
         if pos.off[side.index()] > 0 {
-            sep(&mut s);
-            s.push_str("off:");
-            s.push_num(pos.off[side.index()]);
+            sep(out);
+            out.extend_from_slice(b"off:");
+            push_num(out, pos.off[side.index()]);
         }
     }
-    String::from_utf8(s.b[..s.n].to_vec()).expect("a Position ID is ASCII")
 }
 
 /// Parses a Position ID and validates the position (R9). Errors name the field
@@ -218,6 +210,15 @@ pub fn gnubg_key(b: &Board) -> [u8; 10] {
 /// The GNU Backgammon Position ID (14 characters) of a mover-relative Portes board.
 pub fn gnubg_id_of_board(b: &Board) -> String {
     STANDARD_NO_PAD.encode(gnubg_key(b))
+}
+
+/// Appends the 14 ASCII characters of [`gnubg_id_of_board`] to `out`.
+pub fn push_gnubg_id(b: &Board, out: &mut Vec<u8>) {
+    let mut text = [0u8; 14];
+    let n = STANDARD_NO_PAD
+        .encode_slice(gnubg_key(b), &mut text)
+        .expect("10 bytes are 14 base64 characters");
+    out.extend_from_slice(&text[..n]);
 }
 
 /// The GNU Backgammon Position ID of a Portes position, the side to move encoded as

@@ -8,8 +8,9 @@ use super::convert::{self, PositionInput};
 use super::error::{AtField, ServiceError};
 use super::limits::Deadline;
 use super::pb;
+use super::wire;
 use crate::eval::{EvalOptions, PositionEvaluator, MAX_PLIES};
-use crate::rules::{self, PlayInput, Position, Side, Variant};
+use crate::rules::{self, Dice, Play, PlayInput, Position, Side, Variant};
 use crate::telemetry::Metrics;
 use std::sync::Arc;
 use std::time::Instant;
@@ -62,6 +63,33 @@ impl TavliEngineService {
         &self,
         req: &pb::ListLegalPlaysRequest,
     ) -> Result<pb::ListLegalPlaysResponse, ServiceError> {
+        let (pos, dice, compact, plays) = self.legal_plays_of(req)?;
+        Ok(pb::ListLegalPlaysResponse {
+            position: Some(convert::position_to_pb(&pos)),
+            dice: Some(convert::dice_to_pb(dice)),
+            plays: plays
+                .into_iter()
+                .map(|p| convert::play_to_pb(p, compact))
+                .collect(),
+        })
+    }
+
+    /// `ListLegalPlays` as the server answers it: the protobuf bytes of the response
+    /// that [`list_legal_plays`](Self::list_legal_plays) returns, written without
+    /// building the message ([`wire`]). Errors: the same.
+    pub fn list_legal_plays_encoded(
+        &self,
+        req: &pb::ListLegalPlaysRequest,
+    ) -> Result<Vec<u8>, ServiceError> {
+        let (pos, dice, compact, plays) = self.legal_plays_of(req)?;
+        Ok(wire::encode_list_legal_plays(&pos, dice, &plays, compact))
+    }
+
+    /// The checked request of `ListLegalPlays` (position, dice, compact) and its plays.
+    fn legal_plays_of(
+        &self,
+        req: &pb::ListLegalPlaysRequest,
+    ) -> Result<(Position, Dice, bool, Vec<Play>), ServiceError> {
         let pos = convert::position_input(req.position.as_ref().map(PositionInput::from))?;
         record_variant(pos.variant);
         let dice = convert::dice_from_pb(req.dice.as_ref(), "dice")?;
@@ -72,14 +100,7 @@ impl TavliEngineService {
                 .with_label_values(&[pos.variant.name()])
                 .observe(plays.len() as f64);
         }
-        Ok(pb::ListLegalPlaysResponse {
-            position: Some(convert::position_to_pb(&pos)),
-            dice: Some(convert::dice_to_pb(dice)),
-            plays: plays
-                .into_iter()
-                .map(|p| convert::play_to_pb(p, compact))
-                .collect(),
-        })
+        Ok((pos, dice, compact, plays))
     }
 
     /// `ApplyPlay`: the new position (turn passed) and the outcome. Errors: as

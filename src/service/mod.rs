@@ -9,6 +9,8 @@
 //!   `tonic::Status` (with `google.rpc.BadRequest` / `google.rpc.ErrorInfo` details).
 //! - [`api`]: [`TavliEngineService`], one method per RPC, also used by the CLI.
 //! - [`limits`]: the concurrency limit (`RESOURCE_EXHAUSTED`) and deadline layers.
+//! - [`wire`]: the ListLegalPlays response written as protobuf bytes straight from the
+//!   rules core, and [`route`]: the engine service with that method answered from them.
 //! - [`server`]: [`serve`]: gRPC + health + reflection + `/metrics`, graceful shutdown.
 //! - [`json`]: proto3 JSON output (the shape grpcurl prints), for the CLI.
 
@@ -17,7 +19,9 @@ pub mod convert;
 pub mod error;
 pub mod json;
 pub mod limits;
+pub mod route;
 pub mod server;
+pub mod wire;
 
 pub use api::TavliEngineService;
 pub use error::ServiceError;

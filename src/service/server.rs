@@ -4,6 +4,7 @@
 use super::api::TavliEngineService;
 use super::limits::{ConcurrencyLimitLayer, DeadlineLayer};
 use super::pb::tavli_engine_server::TavliEngineServer;
+use super::route::EngineRoutes;
 use super::{pb, SERVICE_NAME};
 use crate::eval::{PositionEvaluator, MAX_PLIES};
 use crate::telemetry::{Metrics, MetricsLayer};
@@ -80,9 +81,7 @@ pub async fn serve(
     let m = Metrics::new();
     let engine =
         TavliEngineService::new(config.evaluator.clone(), config.max_plies, Some(m.clone()));
-    let engine = TavliEngineServer::new(engine)
-        .max_decoding_message_size(config.max_message_bytes)
-        .max_encoding_message_size(config.max_message_bytes);
+    let engine = EngineRoutes::new(engine, config.max_message_bytes);
 
     let (health, health_service) = tonic_health::server::health_reporter();
     health

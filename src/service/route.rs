@@ -1,0 +1,131 @@
+//! [`EngineRoutes`]: the `tavli.v1.TavliEngine` service as the server mounts it.
+//!
+//! `ListLegalPlays` is answered with the bytes of [`super::wire`] (same response,
+//! written without building the message); every other method goes to the generated
+//! [`TavliEngineServer`]. Both use tonic's unary handling, so framing, status codes,
+//! message-size limits and the tower layers around the service are the same.
+
+use super::api::TavliEngineService;
+use super::pb;
+use super::pb::tavli_engine_server::TavliEngineServer;
+use super::SERVICE_NAME;
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use tonic::body::Body;
+use tonic::codec::{Codec, EncodeBuf, Encoder};
+use tonic::server::{Grpc, NamedService, UnaryService};
+use tonic::{Request, Response, Status};
+use tonic_prost::ProstDecoder;
+
+/// The path of the method answered here.
+const LIST_LEGAL_PLAYS: &str = "/tavli.v1.TavliEngine/ListLegalPlays";
+
+/// The engine service: `ListLegalPlays` from pre-encoded bytes, the rest generated.
+#[derive(Clone)]
+pub struct EngineRoutes {
+    service: Arc<TavliEngineService>,
+    generated: TavliEngineServer<TavliEngineService>,
+    max_decoding: usize,
+    max_encoding: usize,
+}
+
+impl EngineRoutes {
+    /// The service with the largest request and response message in bytes (larger
+    /// requests are answered `OUT_OF_RANGE`, larger responses `OUT_OF_RANGE` too).
+    pub fn new(service: TavliEngineService, max_message_bytes: usize) -> EngineRoutes {
+        let service = Arc::new(service);
+        EngineRoutes {
+            generated: TavliEngineServer::from_arc(service.clone())
+                .max_decoding_message_size(max_message_bytes)
+                .max_encoding_message_size(max_message_bytes),
+            service,
+            max_decoding: max_message_bytes,
+            max_encoding: max_message_bytes,
+        }
+    }
+}
+
+impl NamedService for EngineRoutes {
+    const NAME: &'static str = SERVICE_NAME;
+}
+
+type BoxFuture<T> = Pin<Box<dyn Future<Output = Result<T, Infallible>> + Send + 'static>>;
+
+impl<B> tower::Service<http::Request<B>> for EngineRoutes
+where
+    B: http_body::Body<Data = bytes::Bytes> + Send + 'static,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>> + Send + 'static,
+{
+    type Response = http::Response<Body>;
+    type Error = Infallible;
+    type Future = BoxFuture<Self::Response>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: http::Request<B>) -> Self::Future {
+        if req.uri().path() != LIST_LEGAL_PLAYS {
+            return Box::pin(self.generated.call(req));
+        }
+        let method = ListLegalPlays(self.service.clone());
+        let mut grpc = Grpc::new(EncodedCodec)
+            .apply_max_message_size_config(Some(self.max_decoding), Some(self.max_encoding));
+        Box::pin(async move { Ok(grpc.unary(method, req).await) })
+    }
+}
+
+/// `ListLegalPlays` as a tonic unary service answering pre-encoded bytes.
+struct ListLegalPlays(Arc<TavliEngineService>);
+
+impl UnaryService<pb::ListLegalPlaysRequest> for ListLegalPlays {
+    type Response = Encoded;
+    type Future = std::future::Ready<Result<Response<Encoded>, Status>>;
+
+    fn call(&mut self, request: Request<pb::ListLegalPlaysRequest>) -> Self::Future {
+        std::future::ready(
+            self.0
+                .list_legal_plays_encoded(request.get_ref())
+                .map(|bytes| Response::new(Encoded(bytes)))
+                .map_err(Status::from),
+        )
+    }
+}
+
+/// An encoded protobuf message, written as is.
+struct Encoded(Vec<u8>);
+
+/// Requests decoded by prost, responses already encoded.
+#[derive(Clone, Copy, Default)]
+struct EncodedCodec;
+
+struct EncodedEncoder;
+
+impl Encoder for EncodedEncoder {
+    type Item = Encoded;
+    type Error = Status;
+
+    fn encode(&mut self, item: Encoded, dst: &mut EncodeBuf<'_>) -> Result<(), Status> {
+        use bytes::BufMut;
+        dst.put_slice(&item.0);
+        Ok(())
+    }
+}
+
+impl Codec for EncodedCodec {
+    type Encode = Encoded;
+    type Decode = pb::ListLegalPlaysRequest;
+    type Encoder = EncodedEncoder;
+    type Decoder = ProstDecoder<pb::ListLegalPlaysRequest>;
+
+    fn encoder(&mut self) -> EncodedEncoder {
+        EncodedEncoder
+    }
+
+    fn decoder(&mut self) -> Self::Decoder {
+        ProstDecoder::default()
+    }
+}

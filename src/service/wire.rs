@@ -1,0 +1,276 @@
+//! The protobuf bytes of a `ListLegalPlaysResponse`, written straight from the rules
+//! core's plays instead of building the `pb` message first.
+//!
+//! A ListLegalPlays response holds one whole `Position` per play (24 `PointState`
+//! messages, two IDs) and is the server's largest and most frequent answer. Built as
+//! a message and then encoded by prost, it cost about 20 µs per call on a Portes
+//! corpus: an allocation per string and list, and prost computing the length of
+//! every nested message once per level of nesting (four times for a `PointState`).
+//! [`encode_list_legal_plays`] writes the same bytes in one pass with two scratch
+//! buffers (`cargo bench --bench service`, docs/performance.md).
+//!
+//! The output is byte for byte what prost writes for the message that
+//! [`TavliEngineService::list_legal_plays`](super::TavliEngineService::list_legal_plays)
+//! builds (fields in tag order, proto3 defaults left out, minimal varints); the tests
+//! below compare both on every roll of hundreds of positions of each variant. A change
+//! to `Position`, `Play`, `Move`, `Location`, `GameOutcome` or `Dice` in
+//! `proto/tavli/v1/engine.proto` must be made here too, and those tests fail until it is.
+
+use super::convert::{reason_to_pb, side_to_pb, variant_to_pb};
+use crate::rules::board::Board;
+use crate::rules::position_id::{push_gnubg_id, push_id};
+use crate::rules::{Dice, Location, Move, Outcome, Play, Position, Variant};
+
+/// Wire type of varint fields.
+const VARINT: u8 = 0;
+/// Wire type of length-delimited fields (strings, messages).
+const LEN: u8 = 2;
+
+fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push(v as u8 | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// A field key; every field number here is below 16, so one byte.
+fn put_key(out: &mut Vec<u8>, field: u8, wire: u8) {
+    debug_assert!(field < 16);
+    out.push(field << 3 | wire);
+}
+
+/// A `uint32`/enum field, left out when 0 (proto3).
+fn put_uint(out: &mut Vec<u8>, field: u8, v: u32) {
+    if v != 0 {
+        put_key(out, field, VARINT);
+        put_varint(out, v as u64);
+    }
+}
+
+/// A length-delimited field (message or string) from its bytes.
+fn put_bytes(out: &mut Vec<u8>, field: u8, bytes: &[u8]) {
+    put_key(out, field, LEN);
+    put_varint(out, bytes.len() as u64);
+    out.extend_from_slice(bytes);
+}
+
+/// A string field written by `write` into `scratch`, left out when empty (proto3).
+fn put_text(out: &mut Vec<u8>, field: u8, scratch: &mut Vec<u8>, write: impl FnOnce(&mut Vec<u8>)) {
+    scratch.clear();
+    write(scratch);
+    if !scratch.is_empty() {
+        put_bytes(out, field, scratch);
+    }
+}
+
+/// `Position`: every field, as [`super::convert::position_to_pb`] fills it.
+fn put_position(out: &mut Vec<u8>, p: &Position, text: &mut Vec<u8>) {
+    put_uint(out, 1, variant_to_pb(p.variant) as u32);
+    put_uint(out, 2, side_to_pb(Some(p.turn)) as u32);
+    for pt in &p.points {
+        // PointState: at most three one-byte fields, so its length is one byte.
+        let mut m = [0u8; 6];
+        let mut n = 0;
+        for (field, v) in [
+            (1u8, pt.white),
+            (2, pt.black),
+            (3, side_to_pb(pt.pinned) as u8),
+        ] {
+            if v != 0 {
+                m[n] = field << 3 | VARINT;
+                m[n + 1] = v; // counts are 0..=15 and enum values 0..=2: one-byte varints
+                n += 2;
+            }
+        }
+        put_bytes(out, 3, &m[..n]);
+    }
+    put_uint(out, 4, p.bar[0] as u32);
+    put_uint(out, 5, p.bar[1] as u32);
+    put_uint(out, 6, p.off[0] as u32);
+    put_uint(out, 7, p.off[1] as u32);
+    put_text(out, 8, text, |t| push_id(p, t));
+    if p.variant == Variant::Portes {
+        put_text(out, 9, text, |t| {
+            push_gnubg_id(&Board::from_position(p, p.turn), t)
+        });
+    }
+}
+
+/// `Location`: a oneof, so written even when its value is the default.
+fn location(l: Location) -> ([u8; 2], usize) {
+    match l {
+        Location::Point(n) => ([1 << 3 | VARINT, n], 2), // points are 1..=24
+        Location::Bar => ([2 << 3 | VARINT, 1], 2),
+        Location::Off => ([3 << 3 | VARINT, 1], 2),
+    }
+}
+
+/// `Move` (every part of it is a few bytes, so its length is one byte).
+fn put_move(out: &mut Vec<u8>, m: &Move) {
+    let mut b = [0u8; 12];
+    let mut n = 0;
+    for (field, l) in [(1u8, m.from), (2, m.to)] {
+        let (loc, len) = location(l);
+        b[n] = field << 3 | LEN;
+        b[n + 1] = len as u8;
+        b[n + 2..n + 2 + len].copy_from_slice(&loc[..len]);
+        n += 2 + len;
+    }
+    if m.die != 0 {
+        b[n] = 3 << 3 | VARINT;
+        b[n + 1] = m.die;
+        n += 2;
+    }
+    if m.hit {
+        b[n] = 4 << 3 | VARINT;
+        b[n + 1] = 1;
+        n += 2;
+    }
+    put_bytes(out, 1, &b[..n]);
+}
+
+/// `GameOutcome` as field `field` (present even when all its fields are defaults).
+fn put_outcome(out: &mut Vec<u8>, field: u8, o: &Outcome) {
+    let mut m = Vec::with_capacity(6);
+    put_uint(&mut m, 1, side_to_pb(o.winner) as u32);
+    put_uint(&mut m, 2, o.points as u32);
+    put_uint(&mut m, 3, reason_to_pb(o.reason) as u32);
+    put_bytes(out, field, &m);
+}
+
+/// Scratch buffers reused across the plays of one response.
+struct Scratch {
+    position: Vec<u8>,
+    text: Vec<u8>,
+}
+
+/// `Play`, with the whole resulting position, or its Position ID only when `compact`.
+fn put_play(out: &mut Vec<u8>, p: &Play, compact: bool, s: &mut Scratch) {
+    for m in &p.moves {
+        put_move(out, m);
+    }
+    put_text(out, 2, &mut s.text, |t| {
+        t.extend_from_slice(p.notation.as_bytes())
+    });
+    if !compact {
+        s.position.clear();
+        put_position(&mut s.position, &p.position, &mut s.text);
+        put_bytes(out, 3, &s.position);
+    }
+    if let Some(o) = &p.outcome {
+        put_outcome(out, 4, o);
+    }
+    if compact {
+        put_text(out, 5, &mut s.text, |t| push_id(&p.position, t));
+    }
+}
+
+/// The encoded `ListLegalPlaysResponse` for `position`, `dice` and its legal `plays`
+/// (the message itself, without gRPC's 5-byte frame header): identical to the prost
+/// encoding of what [`super::TavliEngineService::list_legal_plays`] returns.
+pub fn encode_list_legal_plays(
+    position: &Position,
+    dice: Dice,
+    plays: &[Play],
+    compact: bool,
+) -> Vec<u8> {
+    let per_play = if compact { 128 } else { 320 };
+    let mut out = Vec::with_capacity(384 + per_play * plays.len());
+    let mut s = Scratch {
+        position: Vec::with_capacity(384),
+        text: Vec::with_capacity(96),
+    };
+    put_position(&mut s.position, position, &mut s.text);
+    put_bytes(&mut out, 1, &s.position);
+    put_bytes(
+        &mut out,
+        2,
+        &[1 << 3 | VARINT, dice.die1(), 2 << 3 | VARINT, dice.die2()],
+    );
+    let mut play = Vec::with_capacity(per_play);
+    for p in plays {
+        play.clear();
+        put_play(&mut play, p, compact, &mut s);
+        put_bytes(&mut out, 3, &play);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::corpus::random_positions;
+    use crate::rules::legal_plays;
+    use crate::service::{pb, TavliEngineService};
+    use prost::Message;
+
+    /// Every roll of `positions`: the hand-written bytes equal prost's, both details.
+    fn check(positions: &[Position]) -> usize {
+        let svc = TavliEngineService::new(None, 0, None);
+        let mut calls = 0;
+        for pos in positions.iter().filter(|p| p.game_over().is_none()) {
+            for d1 in 1..=6 {
+                for d2 in d1..=6 {
+                    let dice = Dice::new(d1, d2).unwrap();
+                    let plays = legal_plays(pos, dice).unwrap();
+                    for detail in [pb::PlayDetail::Full, pb::PlayDetail::Compact] {
+                        let req = pb::ListLegalPlaysRequest {
+                            position: Some(pb::list_legal_plays_request::Position::PositionId(
+                                crate::rules::position_id::to_id(pos),
+                            )),
+                            dice: Some(pb::Dice {
+                                die1: d1 as u32,
+                                die2: d2 as u32,
+                            }),
+                            detail: detail as i32,
+                        };
+                        let want = svc.list_legal_plays(&req).unwrap().encode_to_vec();
+                        let got = encode_list_legal_plays(
+                            pos,
+                            dice,
+                            &plays,
+                            detail == pb::PlayDetail::Compact,
+                        );
+                        assert_eq!(got, want, "{} {d1}-{d2} {detail:?}", pos_id(pos));
+                        calls += 1;
+                    }
+                }
+            }
+        }
+        calls
+    }
+
+    fn pos_id(p: &Position) -> String {
+        crate::rules::position_id::to_id(p)
+    }
+
+    #[test]
+    fn same_bytes_as_prost_on_random_games() {
+        for v in Variant::ALL {
+            let n = check(&random_positions(v, 41, 150));
+            assert!(n > 150 * 21, "{v:?}: {n}");
+        }
+    }
+
+    #[test]
+    fn same_bytes_as_prost_on_special_positions() {
+        let ids = [
+            // R4: entering from the bar, with blots to hit (Portes).
+            "portes/w/bar:2,13:5,8:3,6:5/1:1,3:1,12:5,17:3,19:5",
+            "portes/b/24:2,13:5,8:3,6:5/1:2,12:5,17:3,19:5",
+            // R5.1: a pin in place; R5.5: a mother pin that ends the game (Plakoto).
+            "plakoto/w/24:14,3:1/1:14,3:1p",
+            "plakoto/w/3:1,6:14/1:1,19:14",
+            // Fifteen singletons: the longest Position IDs (over 127 bytes with both).
+            "plakoto/w/15:1,14:1,13:1,12:1,11:1,10:1,9:1,8:1,7:1,6:1,5:1,4:1,3:1,2:1,1:1/16:1,17:1,18:1,19:1,20:1,21:1,22:1,23:1,24:7",
+            // R6, R7: bearing off (Fevga).
+            "fevga/w/2:1,1:2,off:12/12:15",
+        ];
+        let positions: Vec<Position> = ids
+            .iter()
+            .map(|id| crate::rules::position_id::from_id(id).expect(id))
+            .collect();
+        assert!(check(&positions) > 0);
+    }
+}
