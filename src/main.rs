@@ -20,9 +20,12 @@ use tavli_engine::rules::{Dice, Side, Variant};
 use tavli_engine::service::{convert, json, pb, ServerConfig, ServiceError, TavliEngineService};
 use tavli_engine::telemetry::{init_tracing, LogFormat};
 
-/// mimalloc instead of the system allocator: a ListLegalPlays response builds and
-/// frees a few hundred small objects (plays, moves, strings); with glibc's malloc a
-/// call cost 14 % more server CPU under load (docs/performance.md, "Load").
+/// mimalloc instead of the system allocator: with glibc's malloc a ListLegalPlays
+/// call costs 14 % more server CPU under load. The price is memory: mimalloc keeps
+/// what it freed for reuse (the bear-off database's temporary tables among it), so
+/// the server's RSS is about 30–40 MiB instead of 8–9 MiB. Feature `no_thp`: no
+/// transparent huge pages, which took it to 45 MiB (docs/performance.md, "Service
+/// load").
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

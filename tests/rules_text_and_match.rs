@@ -92,6 +92,26 @@ fn gnubg_ids_are_portes_only() {
     assert!(from_gnubg_id("4HPwATDgc/AB", Side::White).is_err());
 }
 
+/// The GNU Backgammon key of the starting position, and of boards no valid position
+/// has (too many checkers): a key all the same, no panic.
+#[test]
+fn gnubg_key_of_any_board() {
+    use tavli_engine::rules::board::Board;
+    use tavli_engine::rules::position_id::{gnubg_id_of_board, gnubg_key};
+    let start = Position::start(Variant::Portes, Side::White);
+    assert_eq!(
+        gnubg_id_of_board(&Board::from_position(&start, Side::White)),
+        "4HPwATDgc/ABMA"
+    );
+    let mut b = Board::EMPTY;
+    b.own[1] = 200;
+    b.opp[3] = 40;
+    b.own[24] = 255;
+    let key = gnubg_key(&b);
+    assert_eq!(key.len(), 10);
+    assert_eq!(gnubg_key(&Board::EMPTY), [0; 10]);
+}
+
 #[test]
 fn notation_parses_and_prints() {
     let seg = |from, to, hit| Segment {
