@@ -92,6 +92,21 @@ fn gnubg_ids_are_portes_only() {
     assert!(from_gnubg_id("4HPwATDgc/AB", Side::White).is_err());
 }
 
+/// Errors quote at most 40 characters of the input, whichever part is wrong.
+#[test]
+fn position_id_errors_quote_little_of_a_long_input() {
+    let long = "x".repeat(20_000);
+    for id in [
+        format!("{long}/w/24:15/1:15"),
+        format!("plakoto/{long}/24:15/1:15"),
+        format!("plakoto/w/{long}/1:15"),
+        format!("plakoto/w/24:15/1:15/{long}"),
+    ] {
+        let e = from_id(&id).unwrap_err().to_string();
+        assert!(e.len() < 300, "{} bytes: {}...", e.len(), &e[..100]);
+    }
+}
+
 /// The GNU Backgammon key of the starting position, and of boards no valid position
 /// has (too many checkers): a key all the same, no panic.
 #[test]

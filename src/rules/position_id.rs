@@ -107,7 +107,7 @@ pub fn from_id(id_text: &str) -> Result<Position, RulesError> {
     let variant = Variant::from_name(parts[0]).ok_or_else(|| {
         bad(format!(
             "unknown variant {:?}: use portes, plakoto or fevga",
-            parts[0]
+            Clip(parts[0])
         ))
     })?;
     let turn = match parts[1] {
