@@ -118,13 +118,21 @@ fn gnubg_key_of_any_board() {
         gnubg_id_of_board(&Board::from_position(&start, Side::White)),
         "4HPwATDgc/ABMA"
     );
+    assert_eq!(gnubg_key(&Board::EMPTY), [0; 10]);
+    let bits = |v: u128| -> [u8; 10] { v.to_le_bytes()[..10].try_into().unwrap() };
+    let run = |n: u32, at: u32| ((1u128 << n) - 1) << at;
+    // More than 15 on a point counts as 15: the mover's point 1 comes after the
+    // opponent's 24 points and bar (25 separators).
     let mut b = Board::EMPTY;
+    b.own[1] = 20;
+    assert_eq!(gnubg_key(&b), bits(run(15, 25)));
+    // More than 80 bits in all: cut at 80. The opponent's checkers on the mover's
+    // point 3 (its own 22, its 22nd entry) from bit 21, the mover's point 1 from bit
+    // 40, the mover's point 24 from bit 78.
     b.own[1] = 200;
     b.opp[3] = 40;
     b.own[24] = 255;
-    let key = gnubg_key(&b);
-    assert_eq!(key.len(), 10);
-    assert_eq!(gnubg_key(&Board::EMPTY), [0; 10]);
+    assert_eq!(gnubg_key(&b), bits(run(15, 21) | run(15, 40) | run(2, 78)));
 }
 
 #[test]
