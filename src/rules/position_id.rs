@@ -214,7 +214,9 @@ pub fn gnubg_key(b: &Board) -> [u8; 10] {
 
 /// The GNU Backgammon Position ID (14 characters) of a mover-relative Portes board.
 pub fn gnubg_id_of_board(b: &Board) -> String {
-    STANDARD_NO_PAD.encode(gnubg_key(b))
+    let mut v = Vec::with_capacity(14);
+    push_gnubg_id(b, &mut v);
+    String::from_utf8(v).expect("base64 is ASCII")
 }
 
 /// Appends the 14 ASCII characters of [`gnubg_id_of_board`] to `out`.

@@ -28,8 +28,7 @@ const LIST_LEGAL_PLAYS: &str = "/tavli.v1.TavliEngine/ListLegalPlays";
 pub struct EngineRoutes {
     service: Arc<TavliEngineService>,
     generated: TavliEngineServer<TavliEngineService>,
-    max_decoding: usize,
-    max_encoding: usize,
+    max_message_bytes: usize,
 }
 
 impl EngineRoutes {
@@ -42,8 +41,7 @@ impl EngineRoutes {
                 .max_decoding_message_size(max_message_bytes)
                 .max_encoding_message_size(max_message_bytes),
             service,
-            max_decoding: max_message_bytes,
-            max_encoding: max_message_bytes,
+            max_message_bytes,
         }
     }
 }
@@ -72,8 +70,10 @@ where
             return Box::pin(self.generated.call(req));
         }
         let method = ListLegalPlays(self.service.clone());
-        let mut grpc = Grpc::new(EncodedCodec)
-            .apply_max_message_size_config(Some(self.max_decoding), Some(self.max_encoding));
+        let mut grpc = Grpc::new(EncodedCodec).apply_max_message_size_config(
+            Some(self.max_message_bytes),
+            Some(self.max_message_bytes),
+        );
         Box::pin(async move { Ok(grpc.unary(method, req).await) })
     }
 }

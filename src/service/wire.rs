@@ -132,11 +132,20 @@ fn put_move(out: &mut Vec<u8>, m: &Move) {
 
 /// `GameOutcome` as field `field` (present even when all its fields are defaults).
 fn put_outcome(out: &mut Vec<u8>, field: u8, o: &Outcome) {
-    let mut m = Vec::with_capacity(6);
-    put_uint(&mut m, 1, side_to_pb(o.winner) as u32);
-    put_uint(&mut m, 2, o.points as u32);
-    put_uint(&mut m, 3, reason_to_pb(o.reason) as u32);
-    put_bytes(out, field, &m);
+    let mut m = [0u8; 6];
+    let mut n = 0;
+    for (f, v) in [
+        (1u8, side_to_pb(o.winner) as u8),
+        (2, o.points),
+        (3, reason_to_pb(o.reason) as u8),
+    ] {
+        if v != 0 {
+            m[n] = f << 3 | VARINT;
+            m[n + 1] = v; // winner 0..=2, points 0..=2, reason 0..=4: one-byte varints
+            n += 2;
+        }
+    }
+    put_bytes(out, field, &m[..n]);
 }
 
 /// Scratch buffers reused across the plays of one response.
@@ -150,9 +159,9 @@ fn put_play(out: &mut Vec<u8>, p: &Play, compact: bool, s: &mut Scratch) {
     for m in &p.moves {
         put_move(out, m);
     }
-    put_text(out, 2, &mut s.text, |t| {
-        t.extend_from_slice(p.notation.as_bytes())
-    });
+    if !p.notation.is_empty() {
+        put_bytes(out, 2, p.notation.as_bytes());
+    }
     if !compact {
         s.position.clear();
         put_position(&mut s.position, &p.position, &mut s.text);
