@@ -137,6 +137,7 @@ fn search(c: &mut Criterion) {
                         EvalOptions {
                             plies,
                             deadline: None,
+                            cancel: None,
                         },
                     )
                     .unwrap()

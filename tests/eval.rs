@@ -76,6 +76,7 @@ fn probabilities_are_consistent_on_random_positions() {
                     EvalOptions {
                         plies,
                         deadline: None,
+                        cancel: None,
                     },
                 )
                 .unwrap();
@@ -143,6 +144,7 @@ fn forced_play_is_the_best_play() {
                 EvalOptions {
                     plies,
                     deadline: None,
+                    cancel: None,
                 },
             )
             .unwrap();
@@ -161,7 +163,8 @@ fn deadline_is_respected() {
             &pos,
             EvalOptions {
                 plies: 2,
-                deadline: past
+                deadline: past,
+                cancel: None,
             }
         ),
         Err(EvalError::DeadlineExceeded)
@@ -173,7 +176,8 @@ fn deadline_is_respected() {
                 Dice::new(5, 2).unwrap(),
                 EvalOptions {
                     plies: 1,
-                    deadline: past
+                    deadline: past,
+                    cancel: None,
                 }
             )
             .map(|r| r.len()),
@@ -186,7 +190,8 @@ fn deadline_is_respected() {
             &pos,
             EvalOptions {
                 plies: 1,
-                deadline: later
+                deadline: later,
+                cancel: None,
             }
         )
         .is_ok());

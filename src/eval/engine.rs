@@ -13,14 +13,13 @@ use super::bearoff::{is_no_contact_bearoff, BearoffDb};
 use super::search::{game_over_probabilities, with_scratch, MoveFilter, Search};
 use super::{
     EvalError, EvalOptions, Evaluation, Evaluator, PositionEvaluator, Probabilities, RankedPlay,
-    MAX_PLIES,
+    StopWhen, MAX_PLIES,
 };
 use crate::rules::board::Board;
 use crate::rules::movegen::{generate, RawPlay};
 use crate::rules::play::to_play;
 use crate::rules::{Dice, Outcome, Position, Variant};
 use std::sync::Arc;
-use std::time::Instant;
 
 /// Position evaluation with per-variant static evaluators, the exact bear-off
 /// database and n-ply search.
@@ -111,14 +110,14 @@ impl Engine {
         self.static_evals[variant_index(variant)].as_ref()
     }
 
-    /// The search of one variant with a deadline (board-level API).
-    pub fn search(&self, variant: Variant, deadline: Option<Instant>) -> Search<'_> {
+    /// The search of one variant that stops as `stop` says (board-level API).
+    pub fn search<'a>(&'a self, variant: Variant, stop: StopWhen<'a>) -> Search<'a> {
         Search {
             variant,
             bearoff: self.bearoff,
             static_eval: self.static_evaluator(variant).map(|e| &**e),
             filter: self.filter,
-            deadline,
+            stop,
         }
     }
 
@@ -143,7 +142,7 @@ impl Engine {
             )));
         };
         let plies = opts.plies.min(MAX_PLIES);
-        let s = self.search(variant, opts.deadline);
+        let s = self.search(variant, opts.stop_when());
         let p = with_scratch(|sc| s.evaluate(sc, board, plies))?;
         Ok(evaluation(p, e.name(variant), plies))
     }
@@ -158,7 +157,7 @@ impl Engine {
         opts: EvalOptions,
         out: &mut Vec<(usize, Probabilities, u8)>,
     ) -> Result<(), EvalError> {
-        let s = self.search(variant, opts.deadline);
+        let s = self.search(variant, opts.stop_when());
         with_scratch(|sc| s.rank(sc, plays, opts.plies, out))
     }
 }
@@ -281,6 +280,7 @@ mod tests {
                     EvalOptions {
                         plies,
                         deadline: None,
+                        cancel: None,
                     },
                 )
                 .unwrap();
@@ -300,6 +300,7 @@ mod tests {
                 EvalOptions {
                     plies: 9,
                     deadline: None,
+                    cancel: None,
                 },
             )
             .unwrap();
@@ -312,6 +313,7 @@ mod tests {
                 EvalOptions {
                     plies: 9,
                     deadline: None,
+                    cancel: None,
                 },
             )
             .unwrap();

@@ -16,6 +16,8 @@ pub mod strength;
 
 use crate::rules::board::Board;
 use crate::rules::{Dice, Play, Position, RulesError, Variant};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Instant;
 
 /// Outcome probabilities for the side to move, each in `[0, 1]`.
@@ -72,6 +74,9 @@ pub enum EvalError {
     Rules(RulesError),
     /// The deadline passed before the search finished.
     DeadlineExceeded,
+    /// The caller cancelled the work ([`CancelToken::cancel`]: the client went away,
+    /// the connection dropped, or the server is shutting down).
+    Cancelled,
     /// No evaluator is available for this request (e.g. no trained net yet).
     Unavailable(String),
 }
@@ -87,6 +92,7 @@ impl std::fmt::Display for EvalError {
         match self {
             EvalError::Rules(e) => e.fmt(f),
             EvalError::DeadlineExceeded => f.write_str("deadline exceeded during evaluation"),
+            EvalError::Cancelled => f.write_str("evaluation cancelled"),
             EvalError::Unavailable(s) => write!(f, "evaluation unavailable: {s}"),
         }
     }
@@ -94,14 +100,82 @@ impl std::fmt::Display for EvalError {
 
 impl std::error::Error for EvalError {}
 
-/// Options of one evaluation request.
+/// A shared flag that asks running work (a search, a rollout) to stop.
+///
+/// Clones share one flag: the service keeps one clone and cancels it when the client
+/// cancels, the connection drops or the server shuts down; the work polls
+/// [`CancelToken::is_cancelled`] (through [`EvalOptions::check`]) and ends with
+/// [`EvalError::Cancelled`].
+#[derive(Clone, Debug, Default)]
+pub struct CancelToken(Arc<AtomicBool>);
+
+impl CancelToken {
+    /// A new, not yet cancelled token.
+    pub fn new() -> CancelToken {
+        CancelToken::default()
+    }
+
+    /// Asks every holder of a clone to stop.
+    pub fn cancel(&self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether [`CancelToken::cancel`] was called on any clone.
+    #[inline]
+    pub fn is_cancelled(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// When work must stop: a deadline and a cancellation token, both optional.
 #[derive(Clone, Copy, Debug, Default)]
+pub struct StopWhen<'a> {
+    /// Stop with [`EvalError::DeadlineExceeded`] at or after this instant.
+    pub deadline: Option<Instant>,
+    /// Stop with [`EvalError::Cancelled`] once this is cancelled.
+    pub cancel: Option<&'a CancelToken>,
+}
+
+impl StopWhen<'_> {
+    /// `Err` when the work must stop now: cancellation first, then the deadline.
+    #[inline]
+    pub fn check(&self) -> Result<(), EvalError> {
+        if self.cancel.is_some_and(CancelToken::is_cancelled) {
+            return Err(EvalError::Cancelled);
+        }
+        match self.deadline {
+            Some(d) if Instant::now() >= d => Err(EvalError::DeadlineExceeded),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Options of one evaluation request.
+#[derive(Clone, Debug, Default)]
 pub struct EvalOptions {
     /// Search depth: 0 = static evaluator, n = average over the opponent's 21 rolls of
     /// its best reply at n-1 (capped by [`MAX_PLIES`]).
     pub plies: u8,
     /// Stop with [`EvalError::DeadlineExceeded`] after this instant.
     pub deadline: Option<Instant>,
+    /// Stop with [`EvalError::Cancelled`] once this token is cancelled.
+    pub cancel: Option<CancelToken>,
+}
+
+impl EvalOptions {
+    /// The stop conditions of these options, for the search.
+    pub fn stop_when(&self) -> StopWhen<'_> {
+        StopWhen {
+            deadline: self.deadline,
+            cancel: self.cancel.as_ref(),
+        }
+    }
+
+    /// `Err` when the work must stop now (see [`StopWhen::check`]).
+    #[inline]
+    pub fn check(&self) -> Result<(), EvalError> {
+        self.stop_when().check()
+    }
 }
 
 /// The deepest search the engine accepts.

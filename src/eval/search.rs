@@ -20,12 +20,11 @@
 //! first call a search allocates nothing.
 
 use super::bearoff::{is_no_contact_bearoff, BearoffDb};
-use super::{EvalError, Evaluator, Probabilities, MAX_PLIES};
+use super::{EvalError, Evaluator, Probabilities, StopWhen, MAX_PLIES};
 use crate::rules::board::{Board, RelOutcome};
 use crate::rules::movegen::{generate, RawPlay};
 use crate::rules::{Dice, Variant};
 use std::cell::RefCell;
-use std::time::Instant;
 
 /// Which plays of a node are searched deeper (see the module documentation).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -132,17 +131,14 @@ pub struct Search<'a> {
     pub static_eval: Option<&'a dyn Evaluator>,
     /// The filter of every searched node.
     pub filter: MoveFilter,
-    /// Give up after this instant.
-    pub deadline: Option<Instant>,
+    /// Give up at this deadline or on cancellation.
+    pub stop: StopWhen<'a>,
 }
 
 impl<'a> Search<'a> {
     #[inline]
     fn check_deadline(&self) -> Result<(), EvalError> {
-        match self.deadline {
-            Some(d) if Instant::now() >= d => Err(EvalError::DeadlineExceeded),
-            _ => Ok(()),
-        }
+        self.stop.check()
     }
 
     /// The 0-ply value of a board (mover to roll, game not over).
@@ -392,6 +388,7 @@ mod tests {
     use super::*;
     use crate::eval::pubeval::PubEval;
     use crate::rules::{Position, Side};
+    use std::time::Instant;
 
     fn search(variant: Variant, e: &dyn Evaluator) -> Search<'_> {
         Search {
@@ -399,7 +396,7 @@ mod tests {
             bearoff: BearoffDb::global(),
             static_eval: Some(e),
             filter: MoveFilter::default(),
-            deadline: None,
+            stop: StopWhen::default(),
         }
     }
 
@@ -440,10 +437,26 @@ mod tests {
         let pos = Position::start(Variant::Portes, Side::White);
         let b = Board::from_position(&pos, Side::White);
         let mut s = search(Variant::Portes, &PubEval);
-        s.deadline = Some(Instant::now());
+        s.stop.deadline = Some(Instant::now());
         let mut sc = Scratch::default();
         assert_eq!(s.evaluate(&mut sc, &b, 2), Err(EvalError::DeadlineExceeded));
         // 0 plies never searches: no deadline check needed.
         assert!(s.evaluate(&mut sc, &b, 0).is_ok());
+    }
+
+    #[test]
+    fn cancelled_token_stops_the_search() {
+        let pos = Position::start(Variant::Portes, Side::White);
+        let b = Board::from_position(&pos, Side::White);
+        let token = crate::eval::CancelToken::new();
+        let mut s = search(Variant::Portes, &PubEval);
+        s.stop.cancel = Some(&token);
+        let mut sc = Scratch::default();
+        assert!(s.evaluate(&mut sc, &b, 1).is_ok());
+        token.cancel();
+        assert_eq!(s.evaluate(&mut sc, &b, 1), Err(EvalError::Cancelled));
+        // Cancellation wins over a passed deadline.
+        s.stop.deadline = Some(Instant::now());
+        assert_eq!(s.evaluate(&mut sc, &b, 2), Err(EvalError::Cancelled));
     }
 }

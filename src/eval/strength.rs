@@ -26,7 +26,7 @@ use super::bearoff::BearoffDb;
 use super::heuristic::{Heuristic, RandomEvaluator};
 use super::pubeval::PubEval;
 use super::search::{outcome_probabilities, roll_weight, with_scratch, MoveFilter, Search};
-use super::{Evaluator, MAX_PLIES};
+use super::{Evaluator, StopWhen, MAX_PLIES};
 use crate::rules::board::{Board, RelOutcome};
 use crate::rules::movegen::{generate, RawPlay};
 use crate::rules::{Dice, Position, Side, Variant};
@@ -276,7 +276,7 @@ fn search_of(variant: Variant, eval: &dyn Evaluator) -> Search<'_> {
         bearoff: BearoffDb::global(),
         static_eval: Some(eval),
         filter: MoveFilter::default(),
-        deadline: None,
+        stop: StopWhen::default(),
     }
 }
 

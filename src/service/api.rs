@@ -209,8 +209,9 @@ impl TavliEngineService {
         let opts = EvalOptions {
             plies: req.plies as u8,
             deadline,
+            cancel: None,
         };
-        let eval = evaluator.evaluate(&pos, opts).at("position")?;
+        let eval = evaluator.evaluate(&pos, opts.clone()).at("position")?;
         if let Some(m) = &self.metrics {
             m.evaluations
                 .with_label_values(&[eval.evaluator.as_str(), &eval.plies.to_string()])

@@ -6,6 +6,7 @@
 //! | [`ServiceError::GameOver`] (R9) | `FAILED_PRECONDITION` | `google.rpc.ErrorInfo` reason `GAME_OVER`, domain `tavli.v1`, metadata `winner`, `points`, `reason` |
 //! | [`ServiceError::Unimplemented`] (no evaluator) | `UNIMPLEMENTED` | |
 //! | [`ServiceError::DeadlineExceeded`] | `DEADLINE_EXCEEDED` | |
+//! | [`ServiceError::Cancelled`] | `CANCELLED` | |
 //! | [`ServiceError::Internal`] | `INTERNAL` | |
 
 use crate::eval::EvalError;
@@ -30,6 +31,8 @@ pub enum ServiceError {
     Unimplemented(String),
     /// The request's deadline passed.
     DeadlineExceeded,
+    /// The work was cancelled (the client went away or the server is shutting down).
+    Cancelled,
     /// A bug or an unexpected failure.
     Internal(String),
 }
@@ -63,6 +66,7 @@ impl ServiceError {
             ServiceError::GameOver(_) => Code::FailedPrecondition,
             ServiceError::Unimplemented(_) => Code::Unimplemented,
             ServiceError::DeadlineExceeded => Code::DeadlineExceeded,
+            ServiceError::Cancelled => Code::Cancelled,
             ServiceError::Internal(_) => Code::Internal,
         }
     }
@@ -85,6 +89,7 @@ impl fmt::Display for ServiceError {
             ServiceError::GameOver(o) => write!(f, "the game is already over: {o}"),
             ServiceError::Unimplemented(s) => f.write_str(s),
             ServiceError::DeadlineExceeded => f.write_str("deadline exceeded"),
+            ServiceError::Cancelled => f.write_str("cancelled"),
             ServiceError::Internal(s) => write!(f, "internal error: {s}"),
         }
     }
@@ -106,6 +111,7 @@ impl From<EvalError> for ServiceError {
         match e {
             EvalError::Rules(r) => r.into(),
             EvalError::DeadlineExceeded => ServiceError::DeadlineExceeded,
+            EvalError::Cancelled => ServiceError::Cancelled,
             EvalError::Unavailable(s) => {
                 ServiceError::Unimplemented(format!("evaluation unavailable: {s}"))
             }
