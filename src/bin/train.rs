@@ -23,7 +23,7 @@ use tavli_engine::eval::td::{
     Trainer,
 };
 use tavli_engine::eval::Evaluator;
-use tavli_engine::rules::movegen::generate;
+use tavli_engine::rules::movegen::generate_positions;
 use tavli_engine::rules::Variant;
 
 #[derive(Parser, Debug)]
@@ -96,9 +96,9 @@ fn measure(net: &Net) {
     let v = net.variant;
     let mut plays = Vec::new();
     for d in tavli_engine::rules::Dice::all_rolls() {
-        generate(v, &start_board(v), d, &mut plays);
+        generate_positions(v, &start_board(v), d, &mut plays);
     }
-    let boards: Vec<_> = plays.iter().map(|p| p.board.mirror(v)).collect();
+    let boards: Vec<_> = plays.iter().map(|p| p.mirror(v)).collect();
     let n = 400_000usize;
     let mut x = SparseInputs::default();
     let t = Instant::now();

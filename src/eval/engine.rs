@@ -16,7 +16,7 @@ use super::{
     StopWhen, MAX_PLIES,
 };
 use crate::rules::board::Board;
-use crate::rules::movegen::{generate, RawPlay};
+use crate::rules::movegen::{generate, PlayResult};
 use crate::rules::play::to_play;
 use crate::rules::{Dice, Outcome, Position, Variant};
 use std::sync::Arc;
@@ -147,13 +147,14 @@ impl Engine {
         Ok(evaluation(p, e.name(variant), plies))
     }
 
-    /// Ranks raw plays of `board` (board-level [`PositionEvaluator::rank_plays`]):
-    /// `out` gets `(index into plays, mover's probabilities, plies searched)`, best
-    /// first (see [`Search::rank`]).
-    pub fn rank_raw(
+    /// Ranks the plays of a board (board-level [`PositionEvaluator::rank_plays`];
+    /// boards from [`crate::rules::movegen::generate_positions`] or plays from
+    /// [`generate`]): `out` gets `(index into plays, mover's probabilities, plies
+    /// searched)`, best first (see [`Search::rank`]).
+    pub fn rank_raw<P: PlayResult>(
         &self,
         variant: Variant,
-        plays: &[RawPlay],
+        plays: &[P],
         opts: EvalOptions,
         out: &mut Vec<(usize, Probabilities, u8)>,
     ) -> Result<(), EvalError> {

@@ -22,7 +22,7 @@
 use super::bearoff::{is_no_contact_bearoff, BearoffDb};
 use super::{EvalError, Evaluator, Probabilities, StopWhen, MAX_PLIES};
 use crate::rules::board::{Board, RelOutcome};
-use crate::rules::movegen::{generate, RawPlay};
+use crate::rules::movegen::{generate_positions, PlayResult};
 use crate::rules::{Dice, Variant};
 use std::cell::RefCell;
 
@@ -87,12 +87,12 @@ pub fn game_over_probabilities(mover_won: bool, o: RelOutcome) -> Probabilities 
 /// Reusable buffers of one thread's searches.
 #[derive(Default)]
 pub struct Scratch {
-    plays: Vec<Vec<RawPlay>>,
+    plays: Vec<Vec<Board>>,
     scores: Vec<Vec<(f32, u32)>>,
 }
 
 impl Scratch {
-    fn take(&mut self, depth: usize) -> (Vec<RawPlay>, Vec<(f32, u32)>) {
+    fn take(&mut self, depth: usize) -> (Vec<Board>, Vec<(f32, u32)>) {
         while self.plays.len() <= depth {
             self.plays.push(Vec::with_capacity(64));
             self.scores.push(Vec::with_capacity(64));
@@ -103,7 +103,7 @@ impl Scratch {
         )
     }
 
-    fn give(&mut self, depth: usize, plays: Vec<RawPlay>, scores: Vec<(f32, u32)>) {
+    fn give(&mut self, depth: usize, plays: Vec<Board>, scores: Vec<(f32, u32)>) {
         self.plays[depth] = plays;
         self.scores[depth] = scores;
     }
@@ -186,7 +186,7 @@ impl<'a> Search<'a> {
                 break;
             }
             plays.clear();
-            generate(self.variant, board, roll, &mut plays);
+            generate_positions(self.variant, board, roll, &mut plays);
             match self.best_of(scratch, &plays, &mut scores, plies - 1, depth + 1) {
                 Ok((_, p)) => {
                     let w = roll_weight(roll);
@@ -214,17 +214,17 @@ impl<'a> Search<'a> {
     /// The value, for the side that made it, of `play` when its resulting position is
     /// evaluated at `plies` (exact when the play ended the game).
     #[inline]
-    fn play_value_at(
+    fn play_value_at<P: PlayResult>(
         &self,
         scratch: &mut Scratch,
-        play: &RawPlay,
+        play: &P,
         plies: u8,
         depth: usize,
     ) -> Result<Probabilities, EvalError> {
-        if let Some(o) = play.outcome {
+        if let Some(o) = play.outcome(self.variant) {
             return Ok(outcome_probabilities(o));
         }
-        let child = play.board.mirror(self.variant);
+        let child = play.board().mirror(self.variant);
         if let Some((won, o)) = child.game_over_for_mover(self.variant) {
             return Ok(game_over_probabilities(won, o).flip());
         }
@@ -233,10 +233,10 @@ impl<'a> Search<'a> {
 
     /// The value of a play for the side that made it, its resulting position searched
     /// `plies` deep (capped at [`MAX_PLIES`]).
-    pub fn play_value(
+    pub fn play_value<P: PlayResult>(
         &self,
         scratch: &mut Scratch,
-        play: &RawPlay,
+        play: &P,
         plies: u8,
     ) -> Result<Probabilities, EvalError> {
         self.play_value_at(scratch, play, plies.min(MAX_PLIES), 0)
@@ -244,10 +244,10 @@ impl<'a> Search<'a> {
 
     /// Scores every play at 0 plies into `scores` as `(equity, index)`, best first
     /// (ties keep generation order).
-    fn score_all(
+    fn score_all<P: PlayResult>(
         &self,
         scratch: &mut Scratch,
-        plays: &[RawPlay],
+        plays: &[P],
         scores: &mut Vec<(f32, u32)>,
         depth: usize,
     ) -> Result<(), EvalError> {
@@ -273,10 +273,10 @@ impl<'a> Search<'a> {
     }
 
     /// The best play of `plays` valued at `plies`: `(index, value)`.
-    fn best_of(
+    fn best_of<P: PlayResult>(
         &self,
         scratch: &mut Scratch,
-        plays: &[RawPlay],
+        plays: &[P],
         scores: &mut Vec<(f32, u32)>,
         plies: u8,
         depth: usize,
@@ -312,17 +312,18 @@ impl<'a> Search<'a> {
         Ok((i, v))
     }
 
-    /// Ranks `plays` (all legal plays of one roll) for their mover, best first, into
-    /// `out` as `(index into plays, value for the mover, plies searched)`.
+    /// Ranks `plays` (all legal plays of one roll, from either generation path) for
+    /// their mover, best first, into `out` as `(index into plays, value for the mover,
+    /// plies searched)`.
     ///
     /// At 0 plies every play is valued statically. At `plies >= 1` every play is first
     /// valued at 0 plies; the filter's candidates are then searched at `plies` and
     /// listed first (best first by their deep equity), followed by the others with
     /// their 0-ply values (best first), as GNU Backgammon lists them.
-    pub fn rank(
+    pub fn rank<P: PlayResult>(
         &self,
         scratch: &mut Scratch,
-        plays: &[RawPlay],
+        plays: &[P],
         plies: u8,
         out: &mut Vec<(usize, Probabilities, u8)>,
     ) -> Result<(), EvalError> {
@@ -335,10 +336,10 @@ impl<'a> Search<'a> {
         r
     }
 
-    fn rank_into(
+    fn rank_into<P: PlayResult>(
         &self,
         scratch: &mut Scratch,
-        plays: &[RawPlay],
+        plays: &[P],
         plies: u8,
         scores: &mut Vec<(f32, u32)>,
         out: &mut Vec<(usize, Probabilities, u8)>,
@@ -369,10 +370,10 @@ impl<'a> Search<'a> {
 
     /// The best play of `plays` for their mover at `plies` (the first of [`rank`](Self::rank),
     /// without sorting the rest): `(index, value)`.
-    pub fn best_play(
+    pub fn best_play<P: PlayResult>(
         &self,
         scratch: &mut Scratch,
-        plays: &[RawPlay],
+        plays: &[P],
         plies: u8,
     ) -> Result<(usize, Probabilities), EvalError> {
         let (p0, mut scores) = scratch.take(0);
@@ -425,7 +426,7 @@ mod tests {
         let mut plays = Vec::new();
         for roll in Dice::all_rolls() {
             plays.clear();
-            generate(Variant::Portes, &b, roll, &mut plays);
+            generate_positions(Variant::Portes, &b, roll, &mut plays);
             let (_, v) = s.best_play(&mut sc, &plays, 0).unwrap();
             want += roll_weight(roll) * v.win;
         }

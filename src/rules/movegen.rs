@@ -116,6 +116,39 @@ pub fn play_outcome(variant: Variant, b: &Board) -> Option<RelOutcome> {
     }
 }
 
+/// What evaluation reads of a generated play, whichever path made it: the resulting
+/// board (the mover's view, not mirrored) and whether the play ended the game.
+/// [`Board`] (an item of [`generate_positions`]) and [`RawPlay`] (of [`generate`])
+/// both provide it, so the search and the strength tools take either.
+pub trait PlayResult {
+    /// The board after the play, the mover's view.
+    fn board(&self) -> &Board;
+    /// The end of the game the play made, if any (R7, R5.5; see [`play_outcome`]).
+    fn outcome(&self, variant: Variant) -> Option<RelOutcome>;
+}
+
+impl PlayResult for Board {
+    #[inline]
+    fn board(&self) -> &Board {
+        self
+    }
+    #[inline]
+    fn outcome(&self, variant: Variant) -> Option<RelOutcome> {
+        play_outcome(variant, self)
+    }
+}
+
+impl PlayResult for RawPlay {
+    #[inline]
+    fn board(&self) -> &Board {
+        &self.board
+    }
+    #[inline]
+    fn outcome(&self, _: Variant) -> Option<RelOutcome> {
+        self.outcome
+    }
+}
+
 /// Calls `f(board, move, outcome)` for every legal single move of one checker by `die`
 /// on `b` (the mover's view), sources from the highest down.
 ///
