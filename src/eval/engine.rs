@@ -198,7 +198,7 @@ impl PositionEvaluator for Engine {
     ) -> Result<Vec<RankedPlay>, EvalError> {
         pos.validate_playable()?;
         let board = Board::from_position(pos, pos.turn);
-        let mut plays = Vec::new();
+        let mut plays = Vec::with_capacity(64);
         generate(pos.variant, &board, dice, &mut plays);
         let mut ranked = Vec::with_capacity(plays.len());
         self.rank_raw(pos.variant, &plays, opts, &mut ranked)?;

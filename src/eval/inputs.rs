@@ -28,7 +28,7 @@
 //! The encoding is sparse ([`SparseInputs`]: only non-zero units, in increasing index
 //! order), built with lookup tables by count and no allocation.
 
-use crate::rules::board::{flip_index, Board, BAR, OFF};
+use crate::rules::board::{below_mask, flip_index, Board, BAR, OFF};
 use crate::rules::Variant;
 
 /// The largest input count of any variant (Plakoto).
@@ -108,12 +108,10 @@ impl SparseInputs {
     #[inline(always)]
     fn unary(&mut self, base: usize, count: u8) {
         let c = (count as usize).min(15);
-        let u = &UNARY[c];
         let n = self.len;
-        for (k, &x) in u.iter().enumerate() {
-            self.idx[n + k] = (base + k) as u16;
-            self.val[n + k] = x;
-        }
+        let b = base as u16;
+        self.idx[n..n + 4].copy_from_slice(&[b, b + 1, b + 2, b + 3]);
+        self.val[n..n + 4].copy_from_slice(&UNARY[c]);
         self.len = n + UNITS[c];
     }
 
@@ -148,7 +146,12 @@ impl SparseInputs {
 /// Encodes `board` (the mover's view, game not over) for the net of `variant`.
 pub fn encode(variant: Variant, board: &Board, out: &mut SparseInputs) {
     out.len = 0;
-    for i in 1..=24 {
+    // Only points holding checkers have non-zero units: visit those, in order.
+    let empty = below_mask::<1>(&board.own) & below_mask::<1>(&board.opp);
+    let mut occupied = !empty & 0x01ff_fffe;
+    while occupied != 0 {
+        let i = occupied.trailing_zeros() as usize;
+        occupied &= occupied - 1;
         out.unary((i - 1) * 8, board.own[i]);
         out.unary((i - 1) * 8 + 4, board.opp[i]);
     }

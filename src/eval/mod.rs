@@ -4,6 +4,7 @@
 //! sub-modules (bear-off database, neural nets, baselines, n-ply search).
 
 pub mod inputs;
+pub mod kernels;
 pub mod net;
 pub mod td;
 

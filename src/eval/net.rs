@@ -200,14 +200,7 @@ impl Net {
     /// Hidden pre-activations into `h[..hidden]`.
     #[inline(always)]
     fn hidden_pre(&self, x: &SparseInputs, h: &mut [f32]) {
-        let hn = self.hidden;
-        h.copy_from_slice(&self.b1);
-        for (j, v) in x.iter() {
-            let col = &self.w1[j * hn..(j + 1) * hn];
-            for (a, &w) in h.iter_mut().zip(col) {
-                *a += v * w;
-            }
-        }
+        super::kernels::hidden_pre(&self.b1, &self.w1, x, h);
     }
 
     /// Raw sigmoid outputs `[win, win_mars, lose_mars, draw]` for encoded inputs.
@@ -216,23 +209,22 @@ impl Net {
         let mut buf = [0.0f32; MAX_HIDDEN];
         let h = &mut buf[..self.hidden];
         self.hidden_pre(x, h);
-        for a in h.iter_mut() {
-            *a = a.max(0.0);
-        }
-        let mut y = [0.0; OUTPUTS];
-        for (k, yk) in y.iter_mut().enumerate() {
-            let w = &self.w2[k * self.hidden..(k + 1) * self.hidden];
-            *yk = sigmoid(self.b2[k] + dot(w, h));
-        }
-        y
+        super::kernels::outputs(&self.w2, &self.b2, h).map(sigmoid)
     }
 
     /// Raw outputs for a board (the mover's view, game not over).
     #[inline]
     pub fn eval_raw(&self, board: &Board) -> [f32; OUTPUTS] {
-        let mut x = SparseInputs::default();
-        encode(self.variant, board, &mut x);
-        self.forward(&x)
+        // One input buffer per thread, reused (encoding overwrites what it reads).
+        thread_local! {
+            static INPUTS: std::cell::RefCell<SparseInputs> =
+                std::cell::RefCell::new(SparseInputs::default());
+        }
+        INPUTS.with(|x| {
+            let x = &mut *x.borrow_mut();
+            encode(self.variant, board, x);
+            self.forward(x)
+        })
     }
 
     /// Consistent probabilities for a board (the mover's view, game not over).

@@ -89,6 +89,8 @@ pub fn game_over_probabilities(mover_won: bool, o: RelOutcome) -> Probabilities 
 pub struct Scratch {
     plays: Vec<Vec<Board>>,
     scores: Vec<Vec<(f32, u32)>>,
+    /// [`Search::rank`]'s values in play order, before they are put in rank order.
+    ranked: Vec<(usize, Probabilities, u8)>,
 }
 
 impl Scratch {
@@ -256,7 +258,8 @@ impl<'a> Search<'a> {
             let v = self.play_value_at(scratch, p, 0, depth)?;
             scores.push((v.equity(), i as u32));
         }
-        scores.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        // Keys are distinct (the index breaks ties): no need for a stable sort.
+        scores.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
         Ok(())
     }
 
@@ -350,15 +353,24 @@ impl<'a> Search<'a> {
             scores.push((v.equity(), i as u32));
             out.push((i, v, 0));
         }
-        scores.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-        if plies > 0 {
-            let n = self.candidates(scores);
-            for &(_, i) in &scores[..n] {
-                self.check_deadline()?;
-                let i = i as usize;
-                let v = self.play_value_at(scratch, &plays[i], plies, 1)?;
-                out[i] = (i, v, plies);
-            }
+        // Keys are distinct (the index breaks ties): no need for a stable sort.
+        scores.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        if plies == 0 {
+            // `scores` is already in rank order: best equity first, ties by index (the
+            // order the sort below gives).
+            let mut values = std::mem::take(&mut scratch.ranked);
+            values.clear();
+            values.append(out);
+            out.extend(scores.iter().map(|&(_, i)| values[i as usize]));
+            scratch.ranked = values;
+            return Ok(());
+        }
+        let n = self.candidates(scores);
+        for &(_, i) in &scores[..n] {
+            self.check_deadline()?;
+            let i = i as usize;
+            let v = self.play_value_at(scratch, &plays[i], plies, 1)?;
+            out[i] = (i, v, plies);
         }
         out.sort_by(|a, b| {
             b.2.cmp(&a.2)

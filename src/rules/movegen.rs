@@ -39,7 +39,7 @@
 //!
 //! Boards are mover-relative ([`Board`]); the caller mirrors them to pass the turn.
 
-use super::board::{bear_off_win, Board, RelOutcome, BAR, OFF};
+use super::board::{bear_off_win, below_mask, Board, RelOutcome, BAR, OFF};
 use super::position::CHECKERS;
 use super::types::{Dice, OutcomeReason, Variant};
 use std::cell::RefCell;
@@ -511,66 +511,6 @@ const fn bits(lo: usize, hi: usize) -> u32 {
     (u32::MAX >> (31 - hi)) & !((1u32 << lo) - 1)
 }
 
-/// Bit `i` (0..=25) set when `counts[i] == 0`.
-#[inline(always)]
-fn zero_bits(counts: &[u8; 26]) -> u32 {
-    count_bits::<false>(counts)
-}
-
-/// Bit `i` (0..=25) set when `counts[i] < 2`.
-#[inline(always)]
-fn below_two_bits(counts: &[u8; 26]) -> u32 {
-    count_bits::<true>(counts)
-}
-
-/// Bit `i` (0..=25) set when `counts[i]` is 0 (or, with `TWO`, below 2): one compare
-/// of 16 counts at a time.
-#[cfg(target_arch = "x86_64")]
-#[inline(always)]
-fn count_bits<const TWO: bool>(counts: &[u8; 26]) -> u32 {
-    // SAFETY: SSE2 is part of every x86_64 target, so the function's target feature
-    // is always available.
-    unsafe { sse2_count_bits::<TWO>(counts) }
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "sse2")]
-#[inline]
-fn sse2_count_bits<const TWO: bool>(counts: &[u8; 26]) -> u32 {
-    use std::arch::x86_64::*;
-    let word = |k: usize| i64::from_le_bytes(counts[k..k + 8].try_into().expect("8 counts"));
-    let lo = _mm_set_epi64x(word(8), word(0));
-    let hi = _mm_set_epi64x(word(18), word(10));
-    let limit = _mm_set1_epi8(if TWO { 2 } else { 1 });
-    // Counts are at most 15: a signed compare is exact.
-    let a = _mm_movemask_epi8(_mm_cmplt_epi8(lo, limit)) as u32;
-    let b = _mm_movemask_epi8(_mm_cmplt_epi8(hi, limit)) as u32;
-    a | b << 10
-}
-
-/// Portable [`count_bits`]: eight counts at a time in a word (SWAR).
-#[cfg(not(target_arch = "x86_64"))]
-#[inline(always)]
-fn count_bits<const TWO: bool>(counts: &[u8; 26]) -> u32 {
-    const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
-    const GATHER: u64 = 0x0102_0408_1020_4080;
-    let mut mask = 0u32;
-    for w in 0..4 {
-        let mut b = [0u8; 8];
-        let n = (26 - 8 * w).min(8);
-        b[..n].copy_from_slice(&counts[8 * w..8 * w + n]);
-        let mut x = u64::from_le_bytes(b);
-        if TWO {
-            x &= !0x0101_0101_0101_0101;
-        }
-        // High bit of each byte set when the byte is non-zero.
-        let hi = ((x & LOW7).wrapping_add(LOW7) | x) & !LOW7;
-        // Gather the eight high bits into one byte (bit k = byte k).
-        mask |= (((hi >> 7).wrapping_mul(GATHER) >> 56) as u32) << (8 * w);
-    }
-    !mask & bits(0, 25)
-}
-
 /// A level of a double's search (`$depth` moves played, board `b`): for each legal
 /// source in `s`, the child is a play if the game ended or it has no move (R3: kept
 /// if deepest), else its board is built and the next level searches it. With `NI`,
@@ -622,9 +562,9 @@ impl<'a, S: Sink, const V: u8, const D: bool> Gen<'a, S, V, D> {
         let open = bits(1, 24)
             & match V {
                 // Portes and Plakoto: fewer than two opposing checkers (R4, R5.3) ...
-                PORTES | PLAKOTO => below_two_bits(&base.opp),
+                PORTES | PLAKOTO => below_mask::<2>(&base.opp),
                 // ... Fevga: none (R8.1).
-                _ => zero_bits(&base.opp),
+                _ => below_mask::<1>(&base.opp),
             }
             & !(if V == PLAKOTO { base.own_pinned } else { 0 }); // R5.3: a pinner
         let start = out.count();
@@ -652,7 +592,7 @@ impl<'a, S: Sink, const V: u8, const D: bool> Gen<'a, S, V, D> {
     fn root(&self) -> Node {
         let b = self.base;
         Node {
-            occ: !zero_bits(&b.own) & bits(1, 25),
+            occ: !below_mask::<1>(&b.own) & bits(1, 25),
             opp_pinned: if V == PLAKOTO { b.opp_pinned } else { 0 },
             own24: b.own[24],
             key: 0,
