@@ -499,6 +499,11 @@ struct Gen<'a, S: Sink, const V: u8, const D: bool> {
     own_pinned: u32,
     /// Depth of the plays kept so far (doubles: the deepest leaves win, R3).
     best: usize,
+    /// Fevga: set when a rule whose effect depends on the order of the moves acted:
+    /// R8.2 held back a checker that could have moved, or R8.3 rejected a move. A
+    /// generation in one order (non-increasing, or the restricted smaller-die-first
+    /// plays) is complete when it stays false.
+    order_mattered: std::cell::Cell<bool>,
     scratch: Option<&'a mut Scratch>,
 }
 
@@ -577,6 +582,7 @@ impl<'a, S: Sink, const V: u8, const D: bool> Gen<'a, S, V, D> {
             reach: [0; 7],
             own_pinned: if V == PLAKOTO { base.own_pinned } else { 0 },
             best: 0,
+            order_mattered: std::cell::Cell::new(false),
             scratch,
         }
     }
@@ -622,7 +628,11 @@ impl<'a, S: Sink, const V: u8, const D: bool> Gen<'a, S, V, D> {
         if V == FEVGA && n.own24 == CHECKERS - 1 {
             let r = occ & RUNNER_ZONE;
             if r != 0 {
-                s &= 1 << high_bit(r);
+                let runner = s & 1 << high_bit(r);
+                if runner != s {
+                    self.order_mattered.set(true);
+                }
+                s = runner;
             }
         }
         s
@@ -690,7 +700,11 @@ impl<'a, S: Sink, const V: u8, const D: bool> Gen<'a, S, V, D> {
     /// R8.3: the move just made closed the mover's whole start quarter (Fevga).
     #[inline(always)]
     fn breaks_rules(&self, c: &Node) -> bool {
-        V == FEVGA && c.occ & QUARTER == QUARTER
+        let closed = V == FEVGA && c.occ & QUARTER == QUARTER;
+        if closed {
+            self.order_mattered.set(true);
+        }
+        closed
     }
 
     /// The end of the game after the move just made (R7, R5.5), if any.
@@ -1188,21 +1202,38 @@ fn run<S: Sink + Default>(variant: Variant, board: &Board, dice: Dice, out: &mut
     }
 }
 
-/// Plakoto and Fevga: doubles in non-increasing order where that is complete, and
-/// everything else with duplicates removed by key.
+/// Plakoto and Fevga: in one order (doubles non-increasing, non-doubles with the
+/// restricted smaller-die-first plays) where the moves commute, or, in Fevga, where
+/// they might not but no order-dependent rule acted during that generation (its plays
+/// are then every play, in the same order: a play's first path in every order is its
+/// path in that one); otherwise every order, with duplicates removed by key.
 fn keyed<S: Sink, const V: u8>(board: &Board, dice: Dice, sink: S) -> S {
     let variant = variant_of(V);
-    if moves_commute(variant, board, dice) {
-        let mut g = Gen::<S, V, false>::new(board, sink, None);
-        if dice.is_double() {
-            g.doubles::<true>(dice.die1());
-        } else if non_increasing_is_complete(variant, board, dice.low()) {
-            g.non_double(dice.high(), dice.low(), Second::Restricted);
-        } else {
-            g.non_double(dice.high(), dice.low(), Second::ContinuationFirst);
-        }
+    let commute = moves_commute(variant, board, dice);
+    // In Plakoto the mother rule, once possible, acts in most turns: straight to the
+    // search in every order there.
+    if !commute && V == PLAKOTO {
+        return every_order::<S, V>(board, dice, sink);
+    }
+    let mut g = Gen::<S, V, false>::new(board, sink, None);
+    let start = g.start;
+    if dice.is_double() {
+        g.doubles::<true>(dice.die1());
+    } else if non_increasing_is_complete(variant, board, dice.low()) {
+        g.non_double(dice.high(), dice.low(), Second::Restricted);
+    } else {
+        g.non_double(dice.high(), dice.low(), Second::ContinuationFirst);
+    }
+    if commute || !g.order_mattered.get() {
         return g.out;
     }
+    let mut sink = g.out;
+    sink.cut(start);
+    every_order::<S, V>(board, dice, sink)
+}
+
+/// Every order of the moves, duplicates removed by key.
+fn every_order<S: Sink, const V: u8>(board: &Board, dice: Dice, sink: S) -> S {
     SCRATCH.with(|s| {
         let s = &mut *s.borrow_mut();
         s.plays.clear();
