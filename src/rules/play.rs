@@ -33,7 +33,9 @@ pub enum PlayInput {
     Position(Position),
 }
 
-fn to_location(variant: Variant, mover: Side, own: u8, is_from: bool) -> Location {
+/// A move's end in printed numbering: own index `own` of `mover` (25 = bar as a start,
+/// 0 = off as an end).
+pub(crate) fn to_location(variant: Variant, mover: Side, own: u8, is_from: bool) -> Location {
     match own {
         25 if is_from => Location::Bar,
         0 if !is_from => Location::Off,
@@ -61,11 +63,20 @@ pub(crate) fn to_play(variant: Variant, mover: Side, raw: &RawPlay) -> Play {
     }
 }
 
+/// Every legal play of `pos` with `dice` as the generator gives it ([`RawPlay`]: the
+/// board after it, the mover's view; its moves in own numbering; its outcome from the
+/// mover's view), in the order of [`legal_plays`], which converts each one. For
+/// callers that write plays themselves (the service's ListLegalPlays bytes). Errors:
+/// as [`legal_plays`].
+pub fn legal_raw_plays(pos: &Position, dice: Dice) -> Result<Vec<RawPlay>, RulesError> {
+    raw_plays(pos, dice)
+}
+
 /// All legal plays of the internal board of a validated, playable position.
 fn raw_plays(pos: &Position, dice: Dice) -> Result<Vec<RawPlay>, RulesError> {
     pos.validate_playable()?;
     let board = Board::from_position(pos, pos.turn);
-    let mut out = Vec::new();
+    let mut out = Vec::with_capacity(64);
     generate(pos.variant, &board, dice, &mut out);
     Ok(out)
 }

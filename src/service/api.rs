@@ -10,7 +10,9 @@ use super::limits::Deadline;
 use super::pb;
 use super::wire;
 use crate::eval::{EvalOptions, PositionEvaluator, MAX_PLIES};
-use crate::rules::{self, Dice, Play, PlayInput, Position, Side, Variant};
+use crate::rules::movegen::RawPlay;
+use crate::rules::play::to_play;
+use crate::rules::{self, Dice, PlayInput, Position, Side, Variant};
 use crate::telemetry::Metrics;
 use std::sync::Arc;
 use std::time::Instant;
@@ -68,8 +70,8 @@ impl TavliEngineService {
             position: Some(convert::position_to_pb(&pos)),
             dice: Some(convert::dice_to_pb(dice)),
             plays: plays
-                .into_iter()
-                .map(|p| convert::play_to_pb(p, compact))
+                .iter()
+                .map(|p| convert::play_to_pb(to_play(pos.variant, pos.turn, p), compact))
                 .collect(),
         })
     }
@@ -85,16 +87,17 @@ impl TavliEngineService {
         Ok(wire::encode_list_legal_plays(&pos, dice, &plays, compact))
     }
 
-    /// The checked request of `ListLegalPlays` (position, dice, compact) and its plays.
+    /// The checked request of `ListLegalPlays` (position, dice, compact) and its plays
+    /// as the generator gives them (converted by `list_legal_plays`, written by `wire`).
     fn legal_plays_of(
         &self,
         req: &pb::ListLegalPlaysRequest,
-    ) -> Result<(Position, Dice, bool, Vec<Play>), ServiceError> {
+    ) -> Result<(Position, Dice, bool, Vec<RawPlay>), ServiceError> {
         let pos = convert::position_input(req.position.as_ref().map(PositionInput::from))?;
         record_variant(pos.variant);
         let dice = convert::dice_from_pb(req.dice.as_ref(), "dice")?;
         let compact = convert::compact_from_pb(req.detail, "detail")?;
-        let plays = rules::legal_plays(&pos, dice).at("position")?;
+        let plays = rules::play::legal_raw_plays(&pos, dice).at("position")?;
         if let Some(m) = &self.metrics {
             m.plays_per_request
                 .with_label_values(&[pos.variant.name()])
