@@ -499,10 +499,11 @@ struct Gen<'a, S: Sink, const V: u8, const D: bool> {
     own_pinned: u32,
     /// Depth of the plays kept so far (doubles: the deepest leaves win, R3).
     best: usize,
-    /// Fevga: set when a rule whose effect depends on the order of the moves acted:
-    /// R8.2 held back a checker that could have moved, or R8.3 rejected a move. A
-    /// generation in one order (non-increasing, or the restricted smaller-die-first
-    /// plays) is complete when it stays false.
+    /// Set when a rule whose effect depends on the order of the moves acted: R8.2
+    /// held back a checker that could have moved, R8.3 rejected a move (Fevga), or the
+    /// mother rule ended the game with dice left to play (Plakoto, R5.5). A generation
+    /// in one order (non-increasing, or the restricted smaller-die-first plays) is
+    /// complete when it stays false.
     order_mattered: std::cell::Cell<bool>,
     scratch: Option<&'a mut Scratch>,
 }
@@ -537,6 +538,7 @@ macro_rules! double_level {
                 }
                 any = true;
                 let o = self.outcome(&c);
+                self.note_early_end(o);
                 let mut s2 = if o.is_none() {
                     self.sources(&c, die)
                 } else {
@@ -707,6 +709,24 @@ impl<'a, S: Sink, const V: u8, const D: bool> Gen<'a, S, V, D> {
         closed
     }
 
+    /// Plakoto: a move with dice still to play ended the game by the mother rule
+    /// (R5.5), which another order of the same moves might not have done.
+    #[inline(always)]
+    fn note_early_end(&self, o: Option<RelOutcome>) {
+        if V == PLAKOTO
+            && matches!(
+                o,
+                Some(RelOutcome::Draw)
+                    | Some(RelOutcome::Win {
+                        reason: OutcomeReason::MotherPinned,
+                        ..
+                    })
+            )
+        {
+            self.order_mattered.set(true);
+        }
+    }
+
     /// The end of the game after the move just made (R7, R5.5), if any.
     #[inline(always)]
     fn outcome(&self, c: &Node) -> Option<RelOutcome> {
@@ -862,7 +882,9 @@ impl<'a, S: Sink, const V: u8, const D: bool> Gen<'a, S, V, D> {
             let i = high_bit(s);
             s &= !(1 << i);
             let (c, mv) = self.child(base, &root, i, high);
-            if !self.breaks_rules(&c) && self.outcome(&c).is_none() {
+            let o = self.outcome(&c);
+            self.note_early_end(o);
+            if !self.breaks_rules(&c) && o.is_none() {
                 let mut s2 = self.sources(&c, low);
                 if !D {
                     s2 &= !self.a_skip(&root, i, high, low);
@@ -882,7 +904,9 @@ impl<'a, S: Sink, const V: u8, const D: bool> Gen<'a, S, V, D> {
                 let i = high_bit(s);
                 s &= !(1 << i);
                 let (c, mv) = self.child(base, &root, i, low);
-                if self.breaks_rules(&c) || self.outcome(&c).is_some() {
+                let o = self.outcome(&c);
+                self.note_early_end(o);
+                if self.breaks_rules(&c) || o.is_some() {
                     continue;
                 }
                 let landed = i.saturating_sub(low as usize);
@@ -1203,18 +1227,13 @@ fn run<S: Sink + Default>(variant: Variant, board: &Board, dice: Dice, out: &mut
 }
 
 /// Plakoto and Fevga: in one order (doubles non-increasing, non-doubles with the
-/// restricted smaller-die-first plays) where the moves commute, or, in Fevga, where
-/// they might not but no order-dependent rule acted during that generation (its plays
-/// are then every play, in the same order: a play's first path in every order is its
-/// path in that one); otherwise every order, with duplicates removed by key.
+/// restricted smaller-die-first plays) where the moves commute, or where they might
+/// not but no order-dependent rule acted during that generation (its plays are then
+/// every play, in the same order: a play's first path in every order is its path in
+/// that one); otherwise every order, with duplicates removed by key.
 fn keyed<S: Sink, const V: u8>(board: &Board, dice: Dice, sink: S) -> S {
     let variant = variant_of(V);
     let commute = moves_commute(variant, board, dice);
-    // In Plakoto the mother rule, once possible, acts in most turns: straight to the
-    // search in every order there.
-    if !commute && V == PLAKOTO {
-        return every_order::<S, V>(board, dice, sink);
-    }
     let mut g = Gen::<S, V, false>::new(board, sink, None);
     let start = g.start;
     if dice.is_double() {
