@@ -8,6 +8,7 @@
 
 pub mod corpus;
 pub mod eval;
+pub mod record;
 pub mod rules;
 pub mod service;
 pub mod telemetry;
