@@ -343,7 +343,7 @@ fn svg(g: &pb::GameSummary, turns: &[&pb::TurnAnalysis]) -> String {
             yy + 4.0
         );
     }
-    let step = ((turns.len() / 10).max(1) + 4) / 5 * 5;
+    let step = (turns.len() / 10).max(1).div_ceil(5) * 5;
     for i in (0..turns.len()).filter(|i| (i + 1) % step.max(1) == 0 || *i == 0) {
         let xx = x(i);
         let _ = writeln!(

@@ -13,13 +13,16 @@ pub(crate) struct RawRecord {
     pub games: Vec<RawGame>,
 }
 
+/// The Tavli extension of a game line: the variant and the opening roll.
+pub(crate) type Tag = (Variant, Option<[u8; 2]>);
+
 /// One game as laid out.
 #[derive(Debug)]
 pub(crate) struct RawGame {
     pub number: u32,
     pub line: usize,
     /// The Tavli tag: the variant and the opening roll (left die, right die).
-    pub tag: Option<(Variant, Option<[u8; 2]>)>,
+    pub tag: Option<Tag>,
     pub players: [String; 2],
     pub score: [u32; 2],
     pub cells: Vec<RawCell>,
@@ -87,7 +90,7 @@ fn game_line(line: &str) -> Option<(u32, &str)> {
 }
 
 /// The Tavli extension after the game number: `Plakoto`, `Portes opening 5-2`.
-fn game_tag(rest: &str, line: usize) -> Result<Option<(Variant, Option<[u8; 2]>)>, RecordError> {
+fn game_tag(rest: &str, line: usize) -> Result<Option<Tag>, RecordError> {
     let words: Vec<&str> = rest.split_whitespace().collect();
     if words.is_empty() {
         return Ok(None);
@@ -415,7 +418,13 @@ fn read_body_line(l: &str, line: usize, game: &mut RawGame) -> Result<(), Record
                     line,
                 });
             }
-            Parsed::Cell(c) => {
+            Parsed::Cell(mut c) => {
+                if side == Side::White {
+                    // A left cell's trailing blanks are the column's padding.
+                    if let Cell::Play { text, .. } = &mut c {
+                        text.truncate(text.trim_end().len());
+                    }
+                }
                 let Some(n) = number else {
                     return Err(RecordError::at_line(
                         line,

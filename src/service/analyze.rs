@@ -338,21 +338,56 @@ impl Drop for CancelOnDrop {
 /// Messages buffered between the analysis task and the client.
 const STREAM_BUFFER: usize = 16;
 
-/// Starts a prepared analysis on the blocking pool and returns its stream.
+/// The longest the analysis waits for a client that does not read its stream (when
+/// the request's deadline is not sooner): then the work stops as if cancelled.
+pub const STALL_LIMIT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Starts a prepared analysis on the blocking pool and returns its stream. A message
+/// waits for room in the stream at most until the deadline (at most [`STALL_LIMIT`]),
+/// so a client that stops reading cannot hold the task for ever.
 pub fn spawn_analysis(prepared: PreparedAnalysis, deadline: Option<Instant>) -> CancelOnDrop {
     let (tx, rx) = tokio::sync::mpsc::channel(STREAM_BUFFER);
     let token = CancelToken::new();
     let work_token = token.clone();
     let span = tracing::Span::current();
+    let handle = tokio::runtime::Handle::current();
     tokio::task::spawn_blocking(move || {
         span.in_scope(|| {
+            let mut late = false;
             let r = run_analysis(prepared, deadline, Some(work_token), &mut |m| {
-                tx.blocking_send(Ok(m)).is_ok()
+                let wait = deadline
+                    .map_or(STALL_LIMIT, |d| d.saturating_duration_since(Instant::now()))
+                    .min(STALL_LIMIT);
+                match handle.block_on(tokio::time::timeout(wait, tx.send(Ok(m)))) {
+                    Ok(Ok(())) => true,
+                    // The stream was dropped: the client went away.
+                    Ok(Err(_)) => false,
+                    Err(_) => {
+                        late = true;
+                        false
+                    }
+                }
             });
-            if let Err(e) = r {
-                // Nobody listens after a cancellation; otherwise the stream ends with
-                // the error's status.
-                let _ = tx.blocking_send(Err(Status::from(e)));
+            let status = match r {
+                Ok(()) => return,
+                Err(_) if late && deadline.is_some_and(|d| Instant::now() >= d) => {
+                    Status::deadline_exceeded("deadline exceeded while the client was not reading")
+                }
+                Err(_) if late => Status::cancelled(format!(
+                    "the client read nothing for {} s",
+                    STALL_LIMIT.as_secs()
+                )),
+                Err(e) => Status::from(e),
+            };
+            if late {
+                // A stalled client: no waiting for room again.
+                let _ = tx.try_send(Err(status));
+            } else {
+                // The stream must end with the error, not look complete: a reading
+                // client gets a little time to take it (nobody listens after a
+                // cancellation).
+                let grace = std::time::Duration::from_secs(5);
+                let _ = handle.block_on(tokio::time::timeout(grace, tx.send(Err(status))));
             }
         })
     });
