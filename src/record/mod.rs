@@ -10,10 +10,10 @@
 //! are valid input unchanged.
 //!
 //! - [`MatchRecord::parse`] reads a record and replays every game with the rules core:
-//!   each play is resolved to the one legal play it stands for ([`crate::rules::
-//!   matching_plays`]); an illegal or ambiguous play, a score that does not add up or
-//!   a layout it cannot read is a [`RecordError`] with its line, game and turn (and the
-//!   legal plays), never a guess.
+//!   each play is resolved to the one legal play it stands for
+//!   ([`crate::rules::matching_plays`]); an illegal or ambiguous play, a score that
+//!   does not add up or a layout it cannot read is a [`RecordError`] with its line,
+//!   game and move (and the legal plays), never a guess.
 //! - [`MatchRecord::from_games`] builds the same checked record from structured turns.
 //! - [`MatchRecord::to_text`] writes it in GNU Backgammon's layout; the plays keep the
 //!   text they were written with, so a file exported by GNU Backgammon comes back byte
