@@ -135,22 +135,21 @@ fn players_line(s: &str, line: usize) -> Result<([String; 2], [u32; 2]), RecordE
             ),
         )
     };
-    let c1 = s.find(':').ok_or_else(bad)?;
-    let name1 = s[..c1].trim().to_string();
-    let rest = s[c1 + 1..].trim_start();
-    let d1 = rest
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(rest.len());
-    let score1: u32 = rest[..d1].parse().map_err(|_| bad())?;
-    let rest = &rest[d1..];
-    let c2 = rest.find(':').ok_or_else(bad)?;
-    let name2 = rest[..c2].trim().to_string();
-    let rest = rest[c2 + 1..].trim_start();
-    let d2 = rest
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(rest.len());
-    let score2: u32 = rest[..d2].parse().map_err(|_| bad())?;
-    if name1.is_empty() || name2.is_empty() || !rest[d2..].trim().is_empty() {
+    // "name : digits", twice; the rest of the line must be empty.
+    let name_score = |t: &str| -> Option<(String, u32, usize)> {
+        let c = t.find(':')?;
+        let after = t[c + 1..].trim_start();
+        let start = t.len() - after.len();
+        let d = after
+            .find(|ch: char| !ch.is_ascii_digit())
+            .unwrap_or(after.len());
+        let name = t[..c].trim().to_string();
+        (!name.is_empty()).then_some(())?;
+        Some((name, after[..d].parse().ok()?, start + d))
+    };
+    let (name1, score1, end1) = name_score(s).ok_or_else(bad)?;
+    let (name2, score2, end2) = name_score(&s[end1..]).ok_or_else(bad)?;
+    if !s[end1 + end2..].trim().is_empty() {
         return Err(bad());
     }
     Ok(([name1, name2], [score1, score2]))
@@ -470,6 +469,13 @@ mod tests {
         let (names, score) = players_line(" gnubg : 2                      root : 0", 1).unwrap();
         assert_eq!(names, ["gnubg".to_string(), "root".to_string()]);
         assert_eq!(score, [2, 0]);
+        let (names, _) = players_line(" Ann Lee, 1650 : 3   bob : 1", 1).unwrap();
+        assert_eq!(names[0], "Ann Lee, 1650");
+        assert_eq!(
+            players_line(" alice 0   bob : 0", 9).unwrap_err().to_string(),
+            "line 9: expected the players and scores, such as \" alice : 0      bob : 0\", got \"alice 0   bob : 0\""
+        );
+        assert!(players_line(" alice : 0   bob : 0  extra", 9).is_err());
         assert_eq!(
             game_tag(" Plakoto opening 3-5", 1).unwrap(),
             Some((Variant::Plakoto, Some([3, 5])))
