@@ -7,7 +7,12 @@
 //! tavli-engine apply --position <ID> --dice 6-5 --play "24/18 13/11"
 //! tavli-engine eval  --position <ID> [--dice 6-5] [--plies 1]
 //! tavli-engine start --variant plakoto
+//! tavli-engine analyze match.mat [--plies 1] [--json] [--svg game.svg]
 //! ```
+
+mod cli {
+    pub mod analyze;
+}
 
 use clap::{Args, Parser, Subcommand};
 use std::fmt::Write as _;
@@ -63,6 +68,8 @@ enum Command {
     Eval(EvalArgs),
     /// Print the starting position of a variant.
     Start(StartArgs),
+    /// Analyse a game or match record: every play's error, every roll's luck.
+    Analyze(cli::analyze::AnalyzeArgs),
 }
 
 #[derive(Args, Debug, Clone)]
@@ -166,6 +173,7 @@ fn main() -> ExitCode {
         Some(Command::Apply(a)) => apply(a).and_then(emit),
         Some(Command::Eval(a)) => eval(a).and_then(emit),
         Some(Command::Start(a)) => start(a).and_then(emit),
+        Some(Command::Analyze(a)) => cli::analyze::run(a, service(true)).and_then(emit),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
