@@ -11,6 +11,7 @@ pub mod bearoff;
 pub mod engine;
 pub mod heuristic;
 pub mod pubeval;
+pub mod sanity;
 pub mod search;
 pub mod strength;
 
