@@ -22,9 +22,11 @@ use tonic::{Request, Response, Status};
 /// `UNIMPLEMENTED`.
 #[derive(Clone)]
 pub struct TavliEngineService {
-    evaluator: Option<Arc<dyn PositionEvaluator>>,
-    max_plies: u8,
+    pub(super) evaluator: Option<Arc<dyn PositionEvaluator>>,
+    pub(super) max_plies: u8,
     metrics: Option<Arc<Metrics>>,
+    /// Most trials of one `Rollout` ([`super::rollout`]).
+    pub(super) max_rollout_trials: u32,
 }
 
 impl std::fmt::Debug for TavliEngineService {
@@ -53,7 +55,14 @@ impl TavliEngineService {
             evaluator,
             max_plies: max_plies.min(MAX_PLIES),
             metrics,
+            max_rollout_trials: super::rollout::DEFAULT_MAX_ROLLOUT_TRIALS,
         }
+    }
+
+    /// The same service with another cap on `Rollout` trials (at least 1).
+    pub fn with_max_rollout_trials(mut self, max: u32) -> TavliEngineService {
+        self.max_rollout_trials = max.max(1);
+        self
     }
 
     /// `ListLegalPlays`: every legal play (R3–R8), each with its whole resulting
@@ -394,5 +403,14 @@ impl pb::tavli_engine_server::TavliEngine for TavliEngineService {
         request: Request<pb::AdvanceMatchRequest>,
     ) -> Result<Response<pb::AdvanceMatchResponse>, Status> {
         respond(TavliEngineService::advance_match(self, request.get_ref()))
+    }
+
+    type RolloutStream = super::rollout::RolloutStream;
+
+    async fn rollout(
+        &self,
+        request: Request<pb::RolloutRequest>,
+    ) -> Result<Response<Self::RolloutStream>, Status> {
+        self.rollout_stream(request)
     }
 }

@@ -1,8 +1,9 @@
 //! Tower layers that protect the server:
 //!
 //! - [`ConcurrencyLimitLayer`]: at most N RPCs at once; the next one is answered
-//!   `RESOURCE_EXHAUSTED` at once (not queued). Health checks and reflection are
-//!   exempt, so probes still answer under load.
+//!   `RESOURCE_EXHAUSTED` at once (not queued). An RPC counts until its response body
+//!   is finished (a streaming `Rollout` for its whole stream). Health checks and
+//!   reflection are exempt, so probes still answer under load.
 //! - [`DeadlineLayer`]: honours the client's `grpc-timeout` (and an optional server
 //!   limit): the RPC is answered `DEADLINE_EXCEEDED` when it passes, and the deadline
 //!   is put in the request extensions as [`Deadline`] for handlers (evaluation).
@@ -92,10 +93,45 @@ where
         };
         let fut = self.inner.call(req);
         Box::pin(async move {
+            // The permit lives as long as the response body, so that a streaming RPC
+            // (Rollout) counts until its last message is sent or the client cancels.
             let r = fut.await;
-            drop(permit);
-            r
+            r.map(|resp| match permit {
+                Some(permit) => resp.map(|body| {
+                    Body::new(PermitBody {
+                        body,
+                        _permit: permit,
+                    })
+                }),
+                None => resp,
+            })
         })
+    }
+}
+
+/// A response body that holds a concurrency permit until it is finished or dropped.
+struct PermitBody {
+    body: Body,
+    _permit: tokio::sync::OwnedSemaphorePermit,
+}
+
+impl http_body::Body for PermitBody {
+    type Data = bytes::Bytes;
+    type Error = Status;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<bytes::Bytes>, Status>>> {
+        Pin::new(&mut self.body).poll_frame(cx)
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.body.size_hint()
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
     }
 }
 
