@@ -24,15 +24,16 @@
 //!   roll's *luck* is its value minus their average (weights 1/36, 2/36). The trial's
 //!   result minus the sum of its luck has the same expectation (each luck term has
 //!   mean 0 whatever happened before, for any luck function of the position and the
-//!   roll) and a much smaller variance when the evaluator is good. The cost is about
-//!   one 1-ply evaluation per turn, ten times a turn without it, which would cancel
-//!   the gain (measured on the Portes start: the standard error falls 3.2 times, as
-//!   from 10 times the trials). So in Portes the luck function values only the 4
-//!   plays of a roll that Tesauro's pubeval ranks best ([`PREFILTER_KEEP`]; GNU
-//!   Backgammon prunes candidate plays with small nets in the same way): 2.7 times
-//!   cheaper, standard error 7 % larger, 2.4 times the precision per second of
-//!   either full luck adjustment or none (`docs/rollout.md`). The plays actually
-//!   made are always the engine's own choice among all plays.
+//!   roll) and a much smaller variance when the evaluator is good. Valuing every play
+//!   of every roll costs about one 1-ply evaluation per turn, twenty times a 0-ply
+//!   turn without it; so in Portes the luck function values only the
+//!   [`PREFILTER_KEEP`] plays of a roll that Tesauro's pubeval ranks best (GNU
+//!   Backgammon prunes candidate plays with small nets in the same way), 2.7 times
+//!   cheaper for a standard error 7 % larger ([`Luck::Pruned`]). Measured on the
+//!   Portes start (`docs/rollout.md`): at 0 ply it divides the standard error of a
+//!   given number of trials by 3 for the same precision per CPU second as no
+//!   adjustment; at 1 ply it gives 11 times the precision per CPU second. The plays
+//!   actually made are always the engine's own choice among all plays.
 //! - **Stratified dice**: the first random roll of trial `i` is entry `i mod 36` of a
 //!   seeded permutation of the 36 ordered rolls, the second is entry `(i / 36) mod 36`
 //!   of a seeded permutation chosen by the first: every 36 trials see each first roll

@@ -37,12 +37,12 @@
 //!
 //! - A finished game (R9): its outcome.
 //! - The cases above where a single result is left.
-//! - The mover wins on this roll whatever the dice: it has at most two checkers left,
-//!   all home and free, or (Plakoto, the opponent's mother pinned) at most two
-//!   checkers left on its start point, and every one of the 21 rolls has a legal play
-//!   that wins (found with the move generator, R3). The result is exact, assuming the
-//!   mover takes a winning play when it has one (a game-ending win is worth the most
-//!   points the position allows, so every player of this engine does).
+//! - The mover wins on this roll whatever the dice: its checkers are all home and free
+//!   with a pip count of at most 3, or (Plakoto, the opponent's mother pinned) it has
+//!   at most two checkers left on its start point, and every one of the 21 rolls has a
+//!   legal play that wins (found with the move generator, R3). The result is exact,
+//!   assuming the mover takes a winning play when it has one (a game-ending win is
+//!   worth the most points the position allows, so every player of this engine does).
 //!
 //! # The projection ([`project`])
 //!
@@ -228,15 +228,17 @@ pub fn decided(variant: Variant, b: &Board) -> Option<Probabilities> {
     None
 }
 
-/// Cheap test for the positions where the mover might win on every roll: at most two
-/// checkers left, all home and free (2-1 bears off at most two), or (Plakoto, the
-/// opponent's mother pinned) at most two left on its start point.
+/// Cheap test for the positions where the mover might win on every roll: all its
+/// checkers home and free with a pip count of at most 3 (each die takes at most its
+/// own number of pips, and 2-1 has 3), or (Plakoto, the opponent's mother pinned) at
+/// most two checkers left on its start point (2-1 moves at most two).
 #[inline]
 fn may_finish_this_turn(variant: Variant, b: &Board) -> bool {
-    if b.own[OFF] + 2 >= CHECKERS
+    if b.own[OFF] + 3 >= CHECKERS
         && b.own_pinned == 0
         && b.own[BAR] == 0
         && b.own[7..=24].iter().all(|&n| n == 0)
+        && (1..=6).map(|i| i * b.own[i] as usize).sum::<usize>() <= 3
     {
         return true;
     }
