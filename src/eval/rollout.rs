@@ -155,7 +155,8 @@ pub struct StandardErrors {
     pub equity: f32,
 }
 
-/// A rollout's estimate after some trials, for the root mover, before its roll.
+/// A rollout's estimate after some trials, for the root mover: before its roll, or
+/// with dice, after its play of that roll.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RolloutReport {
     /// Trials summed so far (the first `trials` in trial order).
@@ -616,7 +617,6 @@ pub fn rollout(
     }
     let search = engine.search(variant, stop);
     let root = Board::from_position(pos, pos.turn);
-    let ok = sanity::possible_outcomes(variant, &root);
     let (start, start_is_root, play) = match dice {
         None => (root, true, None),
         Some(d) => {
@@ -631,6 +631,13 @@ pub fn rollout(
             }
             (plays[i].board.mirror(variant), false, Some(play))
         }
+    };
+    // What the rules allow the root mover from where the trials start.
+    let start_ok = sanity::possible_outcomes(variant, &start);
+    let ok = if start_is_root {
+        start_ok
+    } else {
+        start_ok.flip()
     };
     let abort = AtomicBool::new(false);
     let mut ro = Rollout {

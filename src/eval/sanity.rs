@@ -55,8 +55,10 @@
 //! the bounds this implies (at most +1 when no 2-point win is possible, at least −1
 //! when no 2-point loss is). Exact values stay exact: a certain result is exactly 1.
 //!
-//! Cost: a few loads and compares per board, except in the rare positions where the
-//! mover may finish this turn (21 move generations).
+//! Cost (callgrind, 20,000 positions after a play in random games): about 650
+//! instructions per evaluation in Portes, 7 % of a net evaluation, and 1,350 in
+//! Plakoto (17 %), most of it the 21 move generations of the positions where the
+//! mover may finish this turn, which random play reaches often.
 
 use super::{Evaluator, Probabilities};
 use crate::rules::board::{Board, RelOutcome, BAR, OFF};
