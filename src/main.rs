@@ -6,12 +6,14 @@
 //! tavli-engine plays --position <ID> --dice 6-5  # legal plays (text, or --json)
 //! tavli-engine apply --position <ID> --dice 6-5 --play "24/18 13/11"
 //! tavli-engine eval  --position <ID> [--dice 6-5] [--plies 1]
+//! tavli-engine rollout --position <ID> [--dice 6-5] [--plies 0] [--trials 1296]
 //! tavli-engine start --variant plakoto
 //! tavli-engine analyze match.mat [--plies 1] [--json] [--svg game.svg]
 //! ```
 
 mod cli {
     pub mod analyze;
+    pub mod rollout;
 }
 
 use clap::{Args, Parser, Subcommand};
@@ -66,6 +68,8 @@ enum Command {
     Apply(ApplyArgs),
     /// Evaluate a position (and rank the plays of a roll).
     Eval(EvalArgs),
+    /// Monte Carlo rollout of a position (progress bar on stderr).
+    Rollout(cli::rollout::RolloutArgs),
     /// Print the starting position of a variant.
     Start(StartArgs),
     /// Analyse a game or match record: every play's error, every roll's luck.
@@ -100,6 +104,11 @@ struct ServeArgs {
     /// Server-side limit per RPC in seconds, on top of the client's deadline (0: none).
     #[arg(long, env = "TAVLI_REQUEST_TIMEOUT_SECONDS", default_value_t = 30.0)]
     request_timeout_seconds: f64,
+    /// Most trials of one Rollout request; more is INVALID_ARGUMENT.
+    #[arg(long, env = "TAVLI_MAX_ROLLOUT_TRIALS",
+          default_value_t = tavli_engine::service::rollout::DEFAULT_MAX_ROLLOUT_TRIALS,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    max_rollout_trials: u32,
 }
 
 #[derive(Args, Debug)]
@@ -172,6 +181,7 @@ fn main() -> ExitCode {
         Some(Command::Plays(a)) => plays(a).and_then(emit),
         Some(Command::Apply(a)) => apply(a).and_then(emit),
         Some(Command::Eval(a)) => eval(a).and_then(emit),
+        Some(Command::Rollout(a)) => cli::rollout::run(a, service(true)).and_then(emit),
         Some(Command::Start(a)) => start(a).and_then(emit),
         Some(Command::Analyze(a)) => cli::analyze::run(a, service(true)).and_then(emit),
     };
@@ -208,6 +218,7 @@ fn serve(args: ServeArgs) -> Result<(), BoxError> {
         max_plies: args.max_plies,
         request_timeout: timeout,
         evaluator: evaluator(),
+        max_rollout_trials: args.max_rollout_trials,
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

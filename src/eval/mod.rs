@@ -11,6 +11,8 @@ pub mod bearoff;
 pub mod engine;
 pub mod heuristic;
 pub mod pubeval;
+pub mod rollout;
+pub mod sanity;
 pub mod search;
 pub mod strength;
 
@@ -215,4 +217,20 @@ pub trait PositionEvaluator: Send + Sync {
         dice: Dice,
         opts: EvalOptions,
     ) -> Result<Vec<RankedPlay>, EvalError>;
+    /// A Monte Carlo rollout of `pos` (with the mover's `dice` if given), reporting
+    /// through `on_report` ([`rollout::rollout`]). The default answers
+    /// [`EvalError::Unavailable`].
+    fn rollout(
+        &self,
+        pos: &Position,
+        dice: Option<Dice>,
+        cfg: &rollout::RolloutConfig,
+        stop: StopWhen<'_>,
+        on_report: &mut dyn FnMut(&rollout::RolloutReport) -> std::ops::ControlFlow<()>,
+    ) -> Result<rollout::RolloutReport, EvalError> {
+        let _ = (pos, dice, cfg, stop, on_report);
+        Err(EvalError::Unavailable(
+            "this evaluator does not run rollouts".to_string(),
+        ))
+    }
 }

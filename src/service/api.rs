@@ -22,9 +22,11 @@ use tonic::{Request, Response, Status};
 /// `UNIMPLEMENTED`.
 #[derive(Clone)]
 pub struct TavliEngineService {
-    evaluator: Option<Arc<dyn PositionEvaluator>>,
-    max_plies: u8,
+    pub(super) evaluator: Option<Arc<dyn PositionEvaluator>>,
+    pub(super) max_plies: u8,
     metrics: Option<Arc<Metrics>>,
+    /// Most trials of one `Rollout` ([`super::rollout`]).
+    pub(super) max_rollout_trials: u32,
 }
 
 impl std::fmt::Debug for TavliEngineService {
@@ -53,6 +55,7 @@ impl TavliEngineService {
             evaluator,
             max_plies: max_plies.min(MAX_PLIES),
             metrics,
+            max_rollout_trials: super::rollout::DEFAULT_MAX_ROLLOUT_TRIALS,
         }
     }
 
@@ -64,6 +67,12 @@ impl TavliEngineService {
     /// The deepest search this service accepts.
     pub(crate) fn max_plies(&self) -> u8 {
         self.max_plies
+    }
+
+    /// The same service with another cap on `Rollout` trials (at least 1).
+    pub fn with_max_rollout_trials(mut self, max: u32) -> TavliEngineService {
+        self.max_rollout_trials = max.max(1);
+        self
     }
 
     /// `ListLegalPlays`: every legal play (R3–R8), each with its whole resulting
@@ -418,5 +427,14 @@ impl pb::tavli_engine_server::TavliEngine for TavliEngineService {
         Ok(Response::new(super::analyze::spawn_analysis(
             prepared, deadline,
         )))
+    }
+
+    type RolloutStream = super::rollout::RolloutStream;
+
+    async fn rollout(
+        &self,
+        request: Request<pb::RolloutRequest>,
+    ) -> Result<Response<Self::RolloutStream>, Status> {
+        self.rollout_stream(request)
     }
 }

@@ -3,7 +3,8 @@
 //! - [`ConcurrencyLimitLayer`]: at most N RPCs at once; the next one is answered
 //!   `RESOURCE_EXHAUSTED` at once (not queued). Health checks and reflection are
 //!   exempt, so probes still answer under load. An RPC holds its place until its
-//!   response body ends, so a streaming RPC (`AnalyzeGame`) counts while it streams.
+//!   response body ends, so a streaming RPC (`AnalyzeGame`, `Rollout`) counts while it
+//!   streams.
 //! - [`DeadlineLayer`]: honours the client's `grpc-timeout` (and an optional server
 //!   limit): the RPC is answered `DEADLINE_EXCEEDED` when it passes, and the deadline
 //!   is put in the request extensions as [`Deadline`] for handlers (evaluation).

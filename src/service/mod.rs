@@ -7,7 +7,8 @@
 //! - [`convert`]: proto ↔ rules conversions and input validation (RULES.md R9).
 //! - [`error`]: [`ServiceError`] and the one mapping of rules and evaluation errors to
 //!   `tonic::Status` (with `google.rpc.BadRequest` / `google.rpc.ErrorInfo` details).
-//! - [`api`]: [`TavliEngineService`], one method per RPC, also used by the CLI.
+//! - [`api`]: [`TavliEngineService`], one method per RPC, also used by the CLI;
+//!   [`rollout`]: the streaming `Rollout` RPC.
 //! - [`analyze`]: `AnalyzeGame`, the server-streaming analysis of a game record.
 //! - [`limits`]: the concurrency limit (`RESOURCE_EXHAUSTED`) and deadline layers.
 //! - [`wire`]: the ListLegalPlays response written as protobuf bytes straight from the
@@ -21,6 +22,7 @@ pub mod convert;
 pub mod error;
 pub mod json;
 pub mod limits;
+pub mod rollout;
 pub mod route;
 pub mod server;
 pub mod wire;

@@ -35,6 +35,9 @@ pub struct ServerConfig {
     pub request_timeout: Option<Duration>,
     /// The evaluator behind `Evaluate`; `None` → `UNIMPLEMENTED`.
     pub evaluator: Option<Arc<dyn PositionEvaluator>>,
+    /// Most trials of one `Rollout` (default
+    /// [`super::rollout::DEFAULT_MAX_ROLLOUT_TRIALS`]); more is `INVALID_ARGUMENT`.
+    pub max_rollout_trials: u32,
 }
 
 impl Default for ServerConfig {
@@ -46,6 +49,7 @@ impl Default for ServerConfig {
             max_plies: MAX_PLIES,
             request_timeout: Some(Duration::from_secs(30)),
             evaluator: None,
+            max_rollout_trials: super::rollout::DEFAULT_MAX_ROLLOUT_TRIALS,
         }
     }
 }
@@ -59,6 +63,7 @@ impl std::fmt::Debug for ServerConfig {
             .field("max_plies", &self.max_plies)
             .field("request_timeout", &self.request_timeout)
             .field("evaluator", &self.evaluator.is_some())
+            .field("max_rollout_trials", &self.max_rollout_trials)
             .finish()
     }
 }
@@ -80,7 +85,8 @@ pub async fn serve(
 ) -> Result<(), BoxError> {
     let m = Metrics::new();
     let engine =
-        TavliEngineService::new(config.evaluator.clone(), config.max_plies, Some(m.clone()));
+        TavliEngineService::new(config.evaluator.clone(), config.max_plies, Some(m.clone()))
+            .with_max_rollout_trials(config.max_rollout_trials);
     let engine = EngineRoutes::new(engine, config.max_message_bytes);
 
     let (health, health_service) = tonic_health::server::health_reporter();
