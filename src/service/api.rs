@@ -6,10 +6,10 @@
 
 use super::convert::{self, PositionInput};
 use super::error::{AtField, ServiceError};
-use super::limits::Deadline;
+use super::limits::{CancelOnDrop, Deadline, DeepSearchLimit, WorkPermit};
 use super::pb;
 use super::wire;
-use crate::eval::{EvalOptions, PositionEvaluator, MAX_PLIES};
+use crate::eval::{CancelToken, EvalOptions, PositionEvaluator, MAX_PLIES};
 use crate::rules::{self, Dice, Play, PlayInput, Position, Side, Variant};
 use crate::telemetry::Metrics;
 use std::sync::Arc;
@@ -25,6 +25,10 @@ pub struct TavliEngineService {
     evaluator: Option<Arc<dyn PositionEvaluator>>,
     max_plies: u8,
     metrics: Option<Arc<Metrics>>,
+    /// Admission of deep searches (none: every search runs at once).
+    deep: Option<Arc<DeepSearchLimit>>,
+    /// The server's token: cancelled when the drain time is over.
+    cancel: CancelToken,
 }
 
 impl std::fmt::Debug for TavliEngineService {
@@ -53,7 +57,17 @@ impl TavliEngineService {
             evaluator,
             max_plies: max_plies.min(MAX_PLIES),
             metrics,
+            deep: None,
+            cancel: CancelToken::new(),
         }
+    }
+
+    /// The same service with deep searches admitted by `deep` and every search
+    /// cancelled when `cancel` is (the server's shutdown token).
+    pub fn with_limits(mut self, deep: Arc<DeepSearchLimit>, cancel: CancelToken) -> Self {
+        self.deep = Some(deep);
+        self.cancel = cancel;
+        self
     }
 
     /// `ListLegalPlays`: every legal play (R3–R8), each with its whole resulting
@@ -178,6 +192,16 @@ impl TavliEngineService {
         req: &pb::EvaluateRequest,
         deadline: Option<Instant>,
     ) -> Result<pb::EvaluateResponse, ServiceError> {
+        self.evaluate_with(req, deadline, None)
+    }
+
+    /// The checked request of `Evaluate`: position, dice, and the evaluator. Errors:
+    /// as [`evaluate`](Self::evaluate), before any search.
+    #[allow(clippy::type_complexity)]
+    fn evaluate_checked(
+        &self,
+        req: &pb::EvaluateRequest,
+    ) -> Result<(Position, Option<Dice>, &Arc<dyn PositionEvaluator>), ServiceError> {
         let pos = convert::position_input(req.position.as_ref().map(PositionInput::from))?;
         record_variant(pos.variant);
         let dice = req
@@ -201,6 +225,18 @@ impl TavliEngineService {
                     .to_string(),
             ));
         };
+        Ok((pos, dice, evaluator))
+    }
+
+    /// [`evaluate`](Self::evaluate) that also stops with `CANCELLED` once `cancel` is
+    /// cancelled.
+    pub fn evaluate_with(
+        &self,
+        req: &pb::EvaluateRequest,
+        deadline: Option<Instant>,
+        cancel: Option<CancelToken>,
+    ) -> Result<pb::EvaluateResponse, ServiceError> {
+        let (pos, dice, evaluator) = self.evaluate_checked(req)?;
         if let Some(m) = &self.metrics {
             m.evaluation_plies
                 .with_label_values(&[pos.variant.name()])
@@ -209,7 +245,7 @@ impl TavliEngineService {
         let opts = EvalOptions {
             plies: req.plies as u8,
             deadline,
-            cancel: None,
+            cancel,
         };
         let eval = evaluator.evaluate(&pos, opts.clone()).at("position")?;
         if let Some(m) = &self.metrics {
@@ -349,6 +385,9 @@ impl pb::tavli_engine_server::TavliEngine for TavliEngineService {
         request: Request<pb::EvaluateRequest>,
     ) -> Result<Response<pb::EvaluateResponse>, Status> {
         let deadline = request.extensions().get::<Deadline>().map(|d| d.0);
+        // The engine permit of this request: the search keeps a clone until it
+        // returns, even when this future is dropped first.
+        let work = request.extensions().get::<WorkPermit>().cloned();
         let req = request.into_inner();
         // A 0-ply evaluation is one net evaluation per play (tens of microseconds, like
         // ListLegalPlays): answered on the async worker, where a hand-off to the
@@ -358,14 +397,40 @@ impl pb::tavli_engine_server::TavliEngine for TavliEngineService {
         if req.plies == 0 {
             return respond(TavliEngineService::evaluate(self, &req, deadline));
         }
+        // Bad input is INVALID_ARGUMENT however busy the server is.
+        if let Err(e) = self.evaluate_checked(&req) {
+            return respond::<pb::EvaluateResponse>(Err(e));
+        }
+        let slot = match &self.deep {
+            Some(deep) => match deep.admit(req.plies as u8, deadline).await {
+                Ok(slot) => Some(slot),
+                Err(e) => {
+                    if let Some(m) = &self.metrics {
+                        m.refused.with_label_values(&["deep_search"]).inc();
+                    }
+                    return respond(Err(e));
+                }
+            },
+            None => None,
+        };
+        // Dropping this future (client cancel, connection closed, deadline, drain)
+        // cancels the search; so does the server's token at the end of the drain.
+        let token = self.cancel.child();
+        let guard = CancelOnDrop::new(token.clone());
         let svc = self.clone();
         let span = tracing::Span::current();
         let r = tokio::task::spawn_blocking(move || {
-            span.in_scope(|| TavliEngineService::evaluate(&svc, &req, deadline))
+            let r = span.in_scope(|| svc.evaluate_with(&req, deadline, Some(token)));
+            if let Some(slot) = slot {
+                slot.finish(!matches!(r, Err(ServiceError::Cancelled)));
+            }
+            drop(work);
+            r
         })
         .await
         .map_err(|e| ServiceError::Internal(format!("evaluation task failed: {e}")))
         .and_then(|r| r);
+        guard.disarm();
         respond(r)
     }
 
