@@ -137,6 +137,11 @@ struct ServeArgs {
     #[arg(long, env = "TAVLI_MAX_CONNECTION_BUFFERED_BYTES",
           default_value_t = defaults().max_connection_buffered_bytes)]
     max_connection_buffered_bytes: usize,
+    /// Engine RPCs of one connection from admission until their answer is written;
+    /// more wait (up to the send timeout).
+    #[arg(long, env = "TAVLI_CONNECTION_CONCURRENCY_LIMIT",
+          default_value_t = defaults().connection_concurrency_limit)]
+    connection_concurrency_limit: usize,
     /// Health Watch and reflection streams open at once.
     #[arg(long, env = "TAVLI_STREAMING_LIMIT", default_value_t = defaults().streaming_limit)]
     streaming_limit: usize,
@@ -283,6 +288,7 @@ fn serve(args: ServeArgs) -> Result<(), BoxError> {
         send_timeout: secs(args.send_timeout_seconds),
         max_buffered_bytes: args.max_buffered_bytes,
         max_connection_buffered_bytes: args.max_connection_buffered_bytes,
+        connection_concurrency_limit: args.connection_concurrency_limit,
         streaming_limit: args.streaming_limit,
         deep_search_limit: args.deep_search_limit.unwrap_or_else(cpus),
         deep_search_queue: args.deep_search_queue,

@@ -14,7 +14,7 @@
 //! | `tavli_build_info` | gauge | `version` | always 1 |
 //! | `tavli_connections` | gauge | `listener` (`grpc`, `metrics`) | connections open |
 //! | `tavli_connections_closed_total` | counter | `listener`, `reason` (`handshake_timeout`, `idle_timeout`, `send_timeout`, `evicted`, `refused`) | connections closed by a limit |
-//! | `tavli_refused_total` | counter | `reason` (`concurrency`, `streaming`, `deep_search`, `buffers`, `body_timeout`) | requests refused by a limit |
+//! | `tavli_refused_total` | counter | `reason` (`concurrency`, `connection`, `streaming`, `deep_search`, `buffers`, `body_timeout`) | requests refused by a limit |
 //! | `tavli_buffered_bytes` | gauge | | request and response bytes held by the server |
 //! | `tavli_ready` | gauge | | 1 while `tavli.v1.TavliEngine` is `SERVING` (readiness) |
 //! | `process_*` | | | RSS, CPU seconds, open fds, start time (Linux) |

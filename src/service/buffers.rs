@@ -27,6 +27,7 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use tokio::sync::OwnedSemaphorePermit;
 use tonic::body::Body;
 use tonic::Status;
 
@@ -149,10 +150,12 @@ impl Drop for Charge {
     }
 }
 
-/// Response data and its charge: the owner of the [`Bytes`] handed to hyper.
+/// Response data and its charge: the owner of the [`Bytes`] handed to hyper, with
+/// what must be held until the data is written (the connection's RPC slot).
 struct Charged {
     data: Bytes,
     _charge: Charge,
+    _slot: Option<OwnedSemaphorePermit>,
 }
 
 impl AsRef<[u8]> for Charged {
@@ -168,11 +171,13 @@ pub fn buffers_full() -> Status {
     )
 }
 
-/// Charges a response chunk; `Err` gives it back when it does not fit.
+/// Charges a response chunk, keeping `slot` until it is written; `Err` gives the
+/// chunk back when it does not fit.
 pub fn charge_response(
     data: Bytes,
     budget: &Arc<Budget>,
     conn: Option<&Arc<ConnState>>,
+    slot: Option<OwnedSemaphorePermit>,
 ) -> Result<Bytes, Bytes> {
     if data.is_empty() {
         return Ok(data);
@@ -181,6 +186,7 @@ pub fn charge_response(
         Some(charge) => Ok(Bytes::from_owner(Charged {
             data,
             _charge: charge,
+            _slot: slot,
         })),
         None => Err(data),
     }
@@ -239,7 +245,7 @@ impl<H: Unpin> http_body::Body for ChargedBody<H> {
             other => return other,
         };
         match frame.into_data() {
-            Ok(data) => match charge_response(data, &this.budget, this.conn.as_ref()) {
+            Ok(data) => match charge_response(data, &this.budget, this.conn.as_ref(), None) {
                 Ok(data) => Poll::Ready(Some(Ok(Frame::data(data)))),
                 Err(_) => {
                     this.done = true;

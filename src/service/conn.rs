@@ -35,7 +35,7 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{watch, Notify};
+use tokio::sync::{watch, Notify, OwnedSemaphorePermit, Semaphore};
 
 /// The limits of one listener's connections.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -50,6 +50,9 @@ pub struct ConnLimits {
     pub send_timeout: Duration,
     /// Request and response message bytes buffered for one connection at once.
     pub max_buffered_bytes: usize,
+    /// Engine RPCs of one connection between admission and the end of writing their
+    /// response (see [`ConnState::rpc_slot`]).
+    pub max_rpcs: usize,
 }
 
 /// Phases of the server, sent to accept loops and connections.
@@ -86,6 +89,8 @@ pub struct ConnState {
     pub(crate) epoch_ms: u64,
     /// The registry's epoch (shared by every connection of the listener).
     pub(crate) epoch: Instant,
+    /// Engine RPCs in flight on this connection, each until its response is written.
+    rpcs: Arc<Semaphore>,
     /// Chosen for eviction, or being closed.
     closing: AtomicBool,
     close: Notify,
@@ -104,6 +109,21 @@ impl ConnState {
     /// Requests in flight on this connection.
     pub fn active(&self) -> usize {
         self.active.load(Ordering::Relaxed)
+    }
+
+    /// Waits up to `wait` for one of the connection's engine-RPC slots
+    /// ([`ConnLimits::max_rpcs`]). A slot is given back when the RPC's response has
+    /// been written (it travels with the response data, see [`super::buffers`]), so
+    /// a client that does not read gets no more than this many answers computed;
+    /// one that reads is not slowed down. `None`: none came free in time.
+    pub async fn rpc_slot(&self, wait: Duration) -> Option<OwnedSemaphorePermit> {
+        if let Ok(p) = self.rpcs.clone().try_acquire_owned() {
+            return Some(p);
+        }
+        tokio::time::timeout(wait, self.rpcs.clone().acquire_owned())
+            .await
+            .ok()?
+            .ok()
     }
 }
 
@@ -173,6 +193,7 @@ pub struct Registry {
     last_limit_log_ms: AtomicU64,
     suppressed_logs: AtomicU64,
     empty: Notify,
+    closed_one: Notify,
     metrics: Option<Arc<Metrics>>,
 }
 
@@ -189,6 +210,7 @@ impl Registry {
             last_limit_log_ms: AtomicU64::new(0),
             suppressed_logs: AtomicU64::new(0),
             empty: Notify::new(),
+            closed_one: Notify::new(),
             metrics,
         })
     }
@@ -292,28 +314,28 @@ impl Registry {
         Some(victim)
     }
 
-    /// Registers a new connection, closing an idle one at the limit; `None` when the
-    /// limit is reached and no connection is idle (the new one must be closed).
-    fn register(&self) -> Option<Arc<ConnState>> {
+    /// Registers a new connection, closing an idle one at the limit. `Err(true)`: wait
+    /// for connections being closed to go, then try again; `Err(false)`: the limit is
+    /// reached and no connection is idle (the new one must be closed).
+    fn register(&self) -> Result<Arc<ConnState>, bool> {
         let mut conns = self.conns.lock().expect("registry lock");
-        // Connections being closed still count, up to an eighth over the limit, so
-        // that a burst cannot open many while the evicted ones finish closing.
-        let closing = conns
-            .values()
-            .filter(|c| c.closing.load(Ordering::Relaxed))
-            .count();
         if conns.len() >= self.limits.max_connections {
-            let slack = (self.limits.max_connections / 8).max(1);
-            if closing >= slack || self.evict_one(&conns).is_none() {
-                drop(conns);
-                self.count_close(CloseReason::Refused);
-                self.log_limited(
-                    "connection limit reached and no connection is idle: new connection closed",
-                );
-                return None;
+            // Connections being closed still count, up to an eighth over the limit, so
+            // that a burst cannot open many while the evicted ones finish closing.
+            let closing = conns
+                .values()
+                .filter(|c| c.closing.load(Ordering::Relaxed))
+                .count();
+            if closing >= (self.limits.max_connections / 8).max(1) {
+                return Err(true);
             }
+            if self.evict_one(&conns).is_none() {
+                return Err(false);
+            }
+            drop(conns);
             self.count_close(CloseReason::Evicted);
             self.log_limited("connection limit reached: closing the connection idle longest");
+            conns = self.conns.lock().expect("registry lock");
         }
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let send_timeout_ms = self.limits.send_timeout.as_millis().max(4) as u64;
@@ -327,6 +349,7 @@ impl Registry {
             max_buffered: self.limits.max_buffered_bytes,
             sending: Default::default(),
             epoch_ms: send_timeout_ms / 4,
+            rpcs: Arc::new(Semaphore::new(self.limits.max_rpcs.max(1))),
             epoch: self.epoch,
             closing: AtomicBool::new(false),
             close: Notify::new(),
@@ -337,12 +360,35 @@ impl Registry {
                 .with_label_values(&[self.name])
                 .set(conns.len() as i64);
         }
-        Some(state)
+        Ok(state)
+    }
+
+    /// Registers a new connection ([`Registry::register`]), waiting up to 200 ms for
+    /// evicted connections to finish closing; `None`: the new one must be closed.
+    async fn register_or_wait(&self) -> Option<Arc<ConnState>> {
+        let give_up = Instant::now() + Duration::from_millis(200);
+        loop {
+            let gone = self.closed_one.notified();
+            match self.register() {
+                Ok(state) => return Some(state),
+                Err(true) if Instant::now() < give_up => {
+                    let _ = tokio::time::timeout_at(give_up.into(), gone).await;
+                }
+                Err(_) => {
+                    self.count_close(CloseReason::Refused);
+                    self.log_limited(
+                        "connection limit reached and no connection is idle: new connection closed",
+                    );
+                    return None;
+                }
+            }
+        }
     }
 
     fn unregister(&self, id: u64) {
         let mut conns = self.conns.lock().expect("registry lock");
         conns.remove(&id);
+        self.closed_one.notify_waiters();
         if let Some(m) = &self.metrics {
             m.connections
                 .with_label_values(&[self.name])
@@ -517,7 +563,7 @@ pub async fn run_listener<C, F, G>(
                 continue;
             }
         };
-        let Some(state) = registry.register() else {
+        let Some(state) = registry.register_or_wait().await else {
             drop(tcp);
             continue;
         };

@@ -85,6 +85,9 @@ pub struct AdmissionConfig {
     /// The largest request message (`--max-message-bytes`); a body is read up to this
     /// plus the 5-byte gRPC prefix, the rest is tonic's `OUT_OF_RANGE`.
     pub max_message_bytes: usize,
+    /// How long an engine RPC may wait for one of its connection's slots
+    /// ([`ConnState::rpc_slot`]; the send timeout).
+    pub connection_wait: Duration,
 }
 
 /// Admission: see the module docs.
@@ -300,6 +303,22 @@ where
                     }
                 }
             };
+            // A slot of the connection first (waiting holds no engine permit): a
+            // client that does not read its answers gets no more computed.
+            let slot = match (class, &conn) {
+                (Class::Engine, Some(c)) => match c.rpc_slot(config.connection_wait).await {
+                    Some(slot) => Some(slot),
+                    None => {
+                        layer.refused("connection");
+                        return Ok(Status::resource_exhausted(
+                            "too many RPCs in flight on this connection with their answers \
+                             not yet read; retry later",
+                        )
+                        .into_http());
+                    }
+                },
+                _ => None,
+            };
             let mut req = Request::from_parts(parts, body);
             let (work, streaming) = match class {
                 Class::Probe => (None, None),
@@ -340,7 +359,7 @@ where
             let first = match poll_fn(|cx| Poll::Ready(Pin::new(&mut body).poll_frame(cx))).await {
                 Poll::Ready(Some(Ok(frame))) => match frame.into_data() {
                     Ok(data) => {
-                        match buffers::charge_response(data, &layer.budget, conn.as_ref()) {
+                        match buffers::charge_response(data, &layer.budget, conn.as_ref(), slot) {
                             Ok(data) => Some(Frame::data(data)),
                             Err(_) => {
                                 layer.refused("buffers");
@@ -588,34 +607,46 @@ impl DeepSearchLimit {
         // a time.
         let rounds = (waiting / self.limit + 1) as u32;
         let expected = mean * (rounds + 1);
-        let start_by = match deadline {
-            Some(d) => {
-                let left = d.saturating_duration_since(Instant::now());
-                if expected > left {
-                    return Err(ServiceError::ResourceExhausted(format!(
-                        "server busy: {waiting} deep searches waiting for {} slots, about {:.1} s \
-                         of work ahead and {:.1} s left before the deadline; retry later",
-                        self.limit,
-                        expected.as_secs_f64(),
-                        left.as_secs_f64()
-                    )));
-                }
-                d.checked_sub(mean)
+        if let Some(d) = deadline {
+            let left = d.saturating_duration_since(Instant::now());
+            if expected > left {
+                return Err(ServiceError::ResourceExhausted(format!(
+                    "server busy: {waiting} deep searches waiting for {} slots, about {:.1} s \
+                     of work ahead and {:.1} s left before the deadline; retry later",
+                    self.limit,
+                    expected.as_secs_f64(),
+                    left.as_secs_f64()
+                )));
             }
-            None => None,
-        };
-        let acquire = self.permits.clone().acquire_owned();
-        let acquired = match start_by {
-            Some(t) => tokio::time::timeout_at(t.into(), acquire).await.ok(),
-            None => Some(acquire.await),
-        };
-        match acquired {
-            Some(Ok(p)) => Ok(permit(p)),
-            _ => Err(ServiceError::ResourceExhausted(
+        }
+        let too_late = || {
+            ServiceError::ResourceExhausted(
                 "server busy: no deep-search slot came free in time to finish before the \
                  deadline; retry later"
                     .to_string(),
-            )),
+            )
+        };
+        let mut acquire = std::pin::pin!(self.permits.clone().acquire_owned());
+        loop {
+            // The latest start that can still be expected to end by the deadline, from
+            // the mean as it is now (it may grow while this one waits).
+            let start_by = deadline.map(|d| d.checked_sub(self.mean(plies)).unwrap_or(d));
+            if start_by.is_some_and(|t| Instant::now() >= t) {
+                return Err(too_late());
+            }
+            // Look again at least every quarter second.
+            let look = Instant::now() + Duration::from_millis(250);
+            let until = start_by.map_or(look, |t| t.min(look));
+            match tokio::time::timeout_at(until.into(), acquire.as_mut()).await {
+                Ok(Ok(p)) => {
+                    if deadline.is_some_and(|d| Instant::now() + self.mean(plies) > d) {
+                        return Err(too_late());
+                    }
+                    return Ok(permit(p));
+                }
+                Ok(Err(_)) => return Err(too_late()),
+                Err(_) => continue,
+            }
         }
     }
 }

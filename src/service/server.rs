@@ -76,6 +76,10 @@ pub struct ServerConfig {
     pub max_buffered_bytes: usize,
     /// The same for one connection (default 16 MiB).
     pub max_connection_buffered_bytes: usize,
+    /// Engine RPCs of one connection from admission until their response is written
+    /// (default 8): more wait (up to the send timeout), so that a client that does
+    /// not read gets no more answers computed.
+    pub connection_concurrency_limit: usize,
     /// Health `Watch` and reflection streams open at once (default 32).
     pub streaming_limit: usize,
     /// Deep searches (`Evaluate` at 1 ply or more) running at once (default: the
@@ -111,6 +115,7 @@ impl Default for ServerConfig {
             send_timeout: Duration::from_secs(10),
             max_buffered_bytes: 64 * 1024 * 1024,
             max_connection_buffered_bytes: 16 * 1024 * 1024,
+            connection_concurrency_limit: 8,
             streaming_limit: 32,
             deep_search_limit: cpus(),
             deep_search_queue: 16,
@@ -140,6 +145,10 @@ impl std::fmt::Debug for ServerConfig {
             .field(
                 "max_connection_buffered_bytes",
                 &self.max_connection_buffered_bytes,
+            )
+            .field(
+                "connection_concurrency_limit",
+                &self.connection_concurrency_limit,
             )
             .field("streaming_limit", &self.streaming_limit)
             .field("deep_search_limit", &self.deep_search_limit)
@@ -188,6 +197,12 @@ impl ServerConfig {
             10_000,
         )?;
         range("streaming-limit", self.streaming_limit, 1, 10_000)?;
+        range(
+            "connection-concurrency-limit",
+            self.connection_concurrency_limit,
+            1,
+            10_000,
+        )?;
         range("deep-search-limit", self.deep_search_limit, 1, 1024)?;
         range("deep-search-queue", self.deep_search_queue, 0, 100_000)?;
         range(
@@ -316,6 +331,7 @@ pub async fn serve(
             streaming_limit: config.streaming_limit,
             body_timeout: config.request_body_timeout,
             max_message_bytes: config.max_message_bytes,
+            connection_wait: config.send_timeout,
         },
         budget.clone(),
         Some(m.clone()),
@@ -346,6 +362,7 @@ pub async fn serve(
         idle_timeout: config.idle_timeout,
         send_timeout: config.send_timeout,
         max_buffered_bytes: config.max_connection_buffered_bytes,
+        max_rpcs: config.connection_concurrency_limit,
     };
     let grpc_registry = Registry::new("grpc", limits(max_connections), Some(m.clone()));
     let metrics_registry = Registry::new(
