@@ -6,7 +6,7 @@
 
 use super::convert::{self, PositionInput};
 use super::error::{AtField, ServiceError};
-use super::limits::{CancelOnDrop, Deadline, DeepSearchLimit, WorkPermit};
+use super::limits::{CancelOnDrop, ConnSlot, Deadline, DeepSearchLimit, WorkPermit};
 use super::pb;
 use super::wire;
 use crate::eval::{CancelToken, EvalOptions, PositionEvaluator, MAX_PLIES};
@@ -195,15 +195,19 @@ impl TavliEngineService {
         self.evaluate_with(req, deadline, None)
     }
 
-    /// The checked request of `Evaluate`: position, dice, and the evaluator. Errors:
-    /// as [`evaluate`](Self::evaluate), before any search.
+    /// The checked request of `Evaluate`: position, dice, and the evaluator (the
+    /// variant recorded on the RPC span if `record`). Errors: as
+    /// [`evaluate`](Self::evaluate), before any search.
     #[allow(clippy::type_complexity)]
     fn evaluate_checked(
         &self,
         req: &pb::EvaluateRequest,
+        record: bool,
     ) -> Result<(Position, Option<Dice>, &Arc<dyn PositionEvaluator>), ServiceError> {
         let pos = convert::position_input(req.position.as_ref().map(PositionInput::from))?;
-        record_variant(pos.variant);
+        if record {
+            record_variant(pos.variant);
+        }
         let dice = req
             .dice
             .as_ref()
@@ -236,7 +240,7 @@ impl TavliEngineService {
         deadline: Option<Instant>,
         cancel: Option<CancelToken>,
     ) -> Result<pb::EvaluateResponse, ServiceError> {
-        let (pos, dice, evaluator) = self.evaluate_checked(req)?;
+        let (pos, dice, evaluator) = self.evaluate_checked(req, true)?;
         if let Some(m) = &self.metrics {
             m.evaluation_plies
                 .with_label_values(&[pos.variant.name()])
@@ -388,6 +392,7 @@ impl pb::tavli_engine_server::TavliEngine for TavliEngineService {
         // The engine permit of this request: the search keeps a clone until it
         // returns, even when this future is dropped first.
         let work = request.extensions().get::<WorkPermit>().cloned();
+        let conn_slot = request.extensions().get::<ConnSlot>().cloned();
         let req = request.into_inner();
         // A 0-ply evaluation is one net evaluation per play (tens of microseconds, like
         // ListLegalPlays): answered on the async worker, where a hand-off to the
@@ -398,8 +403,13 @@ impl pb::tavli_engine_server::TavliEngine for TavliEngineService {
             return respond(TavliEngineService::evaluate(self, &req, deadline));
         }
         // Bad input is INVALID_ARGUMENT however busy the server is.
-        if let Err(e) = self.evaluate_checked(&req) {
+        if let Err(e) = self.evaluate_checked(&req, false) {
             return respond::<pb::EvaluateResponse>(Err(e));
+        }
+        // The deep-search limit bounds this one from here: the connection's slot can
+        // serve the client's other calls.
+        if let Some(slot) = &conn_slot {
+            slot.release();
         }
         let slot = match &self.deep {
             Some(deep) => match deep.admit(req.plies as u8, deadline).await {
@@ -429,7 +439,13 @@ impl pb::tavli_engine_server::TavliEngine for TavliEngineService {
         })
         .await
         .map_err(|e| ServiceError::Internal(format!("evaluation task failed: {e}")))
-        .and_then(|r| r);
+        .and_then(|r| r)
+        .map_err(|e| match e {
+            ServiceError::Cancelled if self.cancel.is_cancelled() => ServiceError::Unavailable(
+                "the server is shutting down: evaluation stopped; retry".to_string(),
+            ),
+            e => e,
+        });
         guard.disarm();
         respond(r)
     }

@@ -8,6 +8,7 @@
 //! | [`ServiceError::DeadlineExceeded`] | `DEADLINE_EXCEEDED` | |
 //! | [`ServiceError::Cancelled`] | `CANCELLED` | |
 //! | [`ServiceError::ResourceExhausted`] (a limit of the server) | `RESOURCE_EXHAUSTED` | |
+//! | [`ServiceError::Unavailable`] (shutting down) | `UNAVAILABLE` | |
 //! | [`ServiceError::Internal`] | `INTERNAL` | |
 
 use crate::eval::EvalError;
@@ -36,6 +37,8 @@ pub enum ServiceError {
     Cancelled,
     /// A limit of the server refused the work (retry later); the message says which.
     ResourceExhausted(String),
+    /// The server cannot do the work now (it is shutting down): retry elsewhere.
+    Unavailable(String),
     /// A bug or an unexpected failure.
     Internal(String),
 }
@@ -71,6 +74,7 @@ impl ServiceError {
             ServiceError::DeadlineExceeded => Code::DeadlineExceeded,
             ServiceError::Cancelled => Code::Cancelled,
             ServiceError::ResourceExhausted(_) => Code::ResourceExhausted,
+            ServiceError::Unavailable(_) => Code::Unavailable,
             ServiceError::Internal(_) => Code::Internal,
         }
     }
@@ -94,7 +98,7 @@ impl fmt::Display for ServiceError {
             ServiceError::Unimplemented(s) => f.write_str(s),
             ServiceError::DeadlineExceeded => f.write_str("deadline exceeded"),
             ServiceError::Cancelled => f.write_str("cancelled"),
-            ServiceError::ResourceExhausted(s) => f.write_str(s),
+            ServiceError::ResourceExhausted(s) | ServiceError::Unavailable(s) => f.write_str(s),
             ServiceError::Internal(s) => write!(f, "internal error: {s}"),
         }
     }

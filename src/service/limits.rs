@@ -66,6 +66,27 @@ fn classify(path: &str) -> Class {
 #[derive(Clone, Debug)]
 pub struct WorkPermit(#[allow(dead_code)] Arc<OwnedSemaphorePermit>);
 
+/// The connection slot of an `Evaluate` request ([`ConnState::rpc_slot`]), in its
+/// extensions: a deep search gives it back before it queues for the deep-search limit
+/// (which bounds it instead), so that a client's other calls on the same connection
+/// do not wait behind its deep searches. Otherwise it returns with the answer.
+#[derive(Clone, Debug)]
+pub struct ConnSlot(Arc<std::sync::Mutex<Option<OwnedSemaphorePermit>>>);
+
+impl ConnSlot {
+    /// Gives the slot back now.
+    pub fn release(&self) {
+        drop(self.take());
+    }
+
+    fn take(&self) -> Option<OwnedSemaphorePermit> {
+        self.0.lock().map(|mut s| s.take()).unwrap_or(None)
+    }
+}
+
+/// The path of `Evaluate`, whose connection slot is a [`ConnSlot`].
+const EVALUATE: &str = "/tavli.v1.TavliEngine/Evaluate";
+
 /// What the readiness check reads: refusals for lack of engine permits or buffers.
 #[derive(Debug, Default)]
 pub struct Pressure {
@@ -271,6 +292,7 @@ where
 
     fn call(&mut self, req: Request<B>) -> Self::Future {
         let class = classify(req.uri().path());
+        let evaluate = req.uri().path() == EVALUATE;
         let conn = req.extensions().get::<ConnHandle>().map(|h| h.0.clone());
         let guard = conn.as_ref().map(StreamGuard::new);
         // The service that was made ready answers this request; a clone waits for the
@@ -320,6 +342,14 @@ where
                 _ => None,
             };
             let mut req = Request::from_parts(parts, body);
+            let (slot, shared_slot) = match slot {
+                Some(s) if evaluate => {
+                    let shared = ConnSlot(Arc::new(std::sync::Mutex::new(Some(s))));
+                    req.extensions_mut().insert(shared.clone());
+                    (None, Some(shared))
+                }
+                s => (s, None),
+            };
             let (work, streaming) = match class {
                 Class::Probe => (None, None),
                 Class::Engine => match layer.engine.clone().try_acquire_owned() {
@@ -353,6 +383,7 @@ where
             // The handler is done with its request (a search it handed to another
             // thread holds its own clone of the permit).
             drop((work, request_charge));
+            let slot = slot.or_else(|| shared_slot.and_then(|s| s.take()));
             let (parts, mut body) = resp.into_parts();
             // Read the first frame now (a unary answer is ready at once), so that
             // its bytes are charged even if the client never lets hyper send them.

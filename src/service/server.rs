@@ -459,8 +459,11 @@ pub async fn serve(
             "drain time over; cancelling the remaining work and closing the connections"
         );
         cancel.cancel();
+        // The stopped searches answer UNAVAILABLE: a moment for those answers to go
+        // out, then every connection is closed.
+        let _ = tokio::time::timeout(Duration::from_millis(200), grpc_registry.wait_empty()).await;
         let _ = phase_tx.send(Phase::Stopped);
-        let _ = tokio::time::timeout(Duration::from_millis(500), grpc_registry.wait_empty()).await;
+        let _ = tokio::time::timeout(Duration::from_millis(300), grpc_registry.wait_empty()).await;
     }
     let _ = phase_tx.send(Phase::Stopped);
     let _ = metrics_phase_tx.send(Phase::Stopped);
