@@ -289,8 +289,9 @@ async fn case5(ctx: &Ctx) -> Report {
         let server = ctx.server(&[], &[], fd_limit);
         let fds0 = server.fds();
         let m = Monitor::start(&server);
-        let mut grpc = bare_connections(server.grpc, 2000).await;
-        let mut metrics = bare_connections(server.metrics, 200).await;
+        let (mut grpc, slowest) = bare_connections(server.grpc, 2000).await;
+        let (mut metrics, _) = bare_connections(server.metrics, 200).await;
+        r.fig(format!("slowest TCP connect of the attacker: {slowest:?}"));
         let cpu0 = server.cpu_seconds();
         let t = Instant::now();
         tokio::time::sleep(Duration::from_secs(3)).await;
@@ -300,13 +301,16 @@ async fn case5(ctx: &Ctx) -> Report {
         let closed = closed_by_server(&mut grpc).await;
         let closed_m = closed_by_server(&mut metrics).await;
         let w = m.stop().await;
-        let label = fd_limit.map_or("descriptor limit raised to the hard limit".to_string(), |n| {
-            format!("descriptor limit {n}")
-        });
+        let label = fd_limit.map_or(
+            "descriptor limit raised to the hard limit".to_string(),
+            |n| format!("descriptor limit {n}"),
+        );
         r.fig(format!(
-            "{label}: 2000 bare connections to gRPC, 200 to metrics; server fds {fds0} -> \
-             {fds_during} after 3 s -> {} after 12 s; {closed} and {closed_m} closed by the \
-             server; CPU {:.0} % of a core meanwhile",
+            "{label}: {} bare connections to gRPC, {} to metrics (of 2000 and 200 tried); \
+             server fds {fds0} -> {fds_during} after 3 s -> {} after 12 s; {closed} and \
+             {closed_m} closed by the server; CPU {:.0} % of a core meanwhile",
+            grpc.len(),
+            metrics.len(),
             server.fds(),
             cpu * 100.0
         ));
@@ -345,9 +349,7 @@ async fn case6(ctx: &Ctx) -> Report {
             let calls: Vec<_> = (0..4)
                 .map(|_| {
                     let mut c = c.clone();
-                    tokio::spawn(
-                        async move { c.evaluate(evaluate_request(SPREAD, 3, 3, 2)).await },
-                    )
+                    tokio::spawn(async move { c.evaluate(evaluate_request(SPREAD, 3, 3, 2)).await })
                 })
                 .collect();
             tokio::time::sleep(Duration::from_millis(500)).await;
@@ -422,7 +424,12 @@ async fn case8(ctx: &Ctx) -> Report {
     ] {
         let t = Instant::now();
         let mut child = std::process::Command::new(&ctx.args.bin)
-            .args(["--grpc-addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0"])
+            .args([
+                "--grpc-addr",
+                "127.0.0.1:0",
+                "--metrics-addr",
+                "127.0.0.1:0",
+            ])
             .args(args)
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::piped())
@@ -525,7 +532,11 @@ async fn main() {
             rep.case,
             rep.title,
             t.elapsed().as_secs_f64(),
-            if rep.failures.is_empty() { "PASS" } else { "FAIL" }
+            if rep.failures.is_empty() {
+                "PASS"
+            } else {
+                "FAIL"
+            }
         );
         reports.push(rep);
     }

@@ -308,19 +308,15 @@ fn serve(args: ServeArgs) -> Result<(), BoxError> {
         .enable_all()
         .build()?;
     let result = rt.block_on(async {
+        // Signal handlers first: SIGTERM during start-up is a shutdown, not a kill.
+        let shutdown = tavli_engine::service::server::shutdown_signal();
         let grpc = tokio::net::TcpListener::bind(args.grpc_addr)
             .await
             .map_err(|e| format!("cannot listen on {} (gRPC): {e}", args.grpc_addr))?;
         let metrics = tokio::net::TcpListener::bind(args.metrics_addr)
             .await
             .map_err(|e| format!("cannot listen on {} (metrics): {e}", args.metrics_addr))?;
-        tavli_engine::service::serve(
-            config,
-            grpc,
-            metrics,
-            tavli_engine::service::server::shutdown_signal(),
-        )
-        .await
+        tavli_engine::service::serve(config, grpc, metrics, shutdown).await
     });
     // serve has drained and cancelled the remaining work: do not wait on a search
     // that has yet to notice (the runtime would wait for its blocking threads).

@@ -248,9 +248,10 @@ async fn case5_idle_connections_are_closed() {
     let server = Server::start(bin(), &quick_args(&[]), Some(256));
     let fds_before = server.fds();
     let monitor = Monitor::start(&server);
-    let mut bare = bare_connections(server.grpc, 400).await;
-    assert_eq!(bare.len(), 400);
-    let mut bare_metrics = bare_connections(server.metrics, 40).await;
+    let (mut bare, slowest) = bare_connections(server.grpc, 400).await;
+    assert_eq!(bare.len(), 400, "slowest connect {slowest:?}");
+    eprintln!("case5: slowest of 400 connects {slowest:?}");
+    let (mut bare_metrics, _) = bare_connections(server.metrics, 40).await;
     let cpu = server.cpu_seconds();
     // The metrics port still answers (an idle connection made room).
     let text = metrics_text(&server).await;

@@ -20,8 +20,8 @@
 //!   [`ConnLimits::send_timeout`] (a client that stopped reading, or a zero flow-control
 //!   window) is closed; that frees the response's bytes. See [`super::buffers`].
 //!
-//! Each connection carries a [`ConnState`] that the request path reaches through the
-//! [`ConnHandle`] request extension: streams in flight and bytes buffered for it.
+//! Each connection carries a [`ConnState`], given to the admission layer built for the
+//! connection: streams in flight and bytes buffered for it.
 
 use super::buffers::SEND_EPOCHS;
 use crate::telemetry::Metrics;
@@ -126,11 +126,6 @@ impl ConnState {
             .ok()
     }
 }
-
-/// The connection of a request, in its extensions (set for every request served by
-/// [`run_listener`]).
-#[derive(Clone, Debug)]
-pub struct ConnHandle(pub Arc<ConnState>);
 
 /// Counts a request in flight on its connection until dropped (kept with the
 /// response body, so that a stream is idle only once its response has been sent).

@@ -19,7 +19,7 @@
 //!   (client cancel, connection drop, deadline, shutdown).
 
 use super::buffers::{self, Budget, Charge, ChargedBody};
-use super::conn::{ConnHandle, ConnState, StreamGuard};
+use super::conn::{ConnState, StreamGuard};
 use super::error::ServiceError;
 use crate::eval::{CancelToken, MAX_PLIES};
 use crate::telemetry::Metrics;
@@ -60,9 +60,10 @@ fn classify(path: &str) -> Class {
     }
 }
 
-/// An engine permit held by a request, in its extensions: clone it into work that may
-/// outlive the handler (a search on the blocking pool), so that the permit returns
-/// only when the work has stopped.
+/// The engine permit of an `Evaluate` request, in its extensions: clone it into work
+/// that may outlive the handler (a search on the blocking pool), so that the permit
+/// returns only when the work has stopped. (Other RPCs finish within their handler,
+/// whose future holds their permit.)
 #[derive(Clone, Debug)]
 pub struct WorkPermit(#[allow(dead_code)] Arc<OwnedSemaphorePermit>);
 
@@ -111,10 +112,14 @@ pub struct AdmissionConfig {
     pub connection_wait: Duration,
 }
 
-/// Admission: see the module docs.
+/// Admission: see the module docs. Cheap to clone (one shared state, and the
+/// connection it serves once made [`for_conn`](AdmissionLayer::for_conn)).
 #[derive(Clone, Debug)]
-pub struct AdmissionLayer {
-    config: Arc<AdmissionConfig>,
+pub struct AdmissionLayer(Arc<Shared>, Option<Arc<ConnState>>);
+
+#[derive(Debug)]
+struct Shared {
+    config: AdmissionConfig,
     engine: Arc<Semaphore>,
     streaming: Arc<Semaphore>,
     budget: Arc<Budget>,
@@ -129,26 +134,37 @@ impl AdmissionLayer {
         budget: Arc<Budget>,
         metrics: Option<Arc<Metrics>>,
     ) -> AdmissionLayer {
-        AdmissionLayer {
-            engine: Arc::new(Semaphore::new(config.concurrency_limit.max(1))),
-            streaming: Arc::new(Semaphore::new(config.streaming_limit.max(1))),
-            config: Arc::new(config),
-            budget,
-            pressure: Arc::default(),
-            metrics,
-        }
+        AdmissionLayer(
+            Arc::new(Shared {
+                engine: Arc::new(Semaphore::new(config.concurrency_limit.max(1))),
+                streaming: Arc::new(Semaphore::new(config.streaming_limit.max(1))),
+                config,
+                budget,
+                pressure: Arc::default(),
+                metrics,
+            }),
+            None,
+        )
+    }
+
+    /// The same admission for the requests of one connection: they are counted on
+    /// it and charged to its share of the buffers.
+    pub fn for_conn(&self, conn: Arc<ConnState>) -> AdmissionLayer {
+        AdmissionLayer(self.0.clone(), Some(conn))
     }
 
     /// Engine permits free now.
     pub fn engine_permits_free(&self) -> usize {
-        self.engine.available_permits()
+        self.0.engine.available_permits()
     }
 
     /// The refusal counters (for readiness).
     pub fn pressure(&self) -> Arc<Pressure> {
-        self.pressure.clone()
+        self.0.pressure.clone()
     }
+}
 
+impl Shared {
     fn refused(&self, reason: &'static str) {
         if let Some(m) = &self.metrics {
             m.refused.with_label_values(&[reason]).inc();
@@ -176,26 +192,47 @@ pub struct Admission<S> {
     layer: AdmissionLayer,
 }
 
-/// A unary request body read into memory.
-struct ReadBody(Option<Bytes>);
+/// The body of an admitted request: a unary request's body read into memory, or a
+/// stream's body as it comes.
+#[derive(Debug)]
+pub enum AdmittedBody<B> {
+    /// The whole body, read.
+    Read(Option<Bytes>),
+    /// A streaming body (health `Watch`, reflection).
+    Stream(B),
+}
 
-impl http_body::Body for ReadBody {
+impl<B> http_body::Body for AdmittedBody<B>
+where
+    B: http_body::Body<Data = Bytes> + Unpin,
+{
     type Data = Bytes;
-    type Error = Infallible;
+    type Error = B::Error;
 
     fn poll_frame(
         mut self: Pin<&mut Self>,
-        _cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
-        Poll::Ready(self.0.take().map(|b| Ok(Frame::data(b))))
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, B::Error>>> {
+        match &mut *self {
+            AdmittedBody::Read(b) => Poll::Ready(b.take().map(|b| Ok(Frame::data(b)))),
+            AdmittedBody::Stream(s) => Pin::new(s).poll_frame(cx),
+        }
     }
 
     fn is_end_stream(&self) -> bool {
-        self.0.is_none()
+        match self {
+            AdmittedBody::Read(b) => b.is_none(),
+            AdmittedBody::Stream(s) => s.is_end_stream(),
+        }
     }
 
     fn size_hint(&self) -> http_body::SizeHint {
-        http_body::SizeHint::with_exact(self.0.as_ref().map_or(0, |b| b.len() as u64))
+        match self {
+            AdmittedBody::Read(b) => {
+                http_body::SizeHint::with_exact(b.as_ref().map_or(0, |b| b.len() as u64))
+            }
+            AdmittedBody::Stream(s) => s.size_hint(),
+        }
     }
 }
 
@@ -274,7 +311,7 @@ where
 
 impl<S, B> Service<Request<B>> for Admission<S>
 where
-    S: Service<Request<Body>, Response = Response<Body>, Error = Infallible>
+    S: Service<Request<AdmittedBody<B>>, Response = Response<Body>, Error = Infallible>
         + Clone
         + Send
         + 'static,
@@ -293,22 +330,22 @@ where
     fn call(&mut self, req: Request<B>) -> Self::Future {
         let class = classify(req.uri().path());
         let evaluate = req.uri().path() == EVALUATE;
-        let conn = req.extensions().get::<ConnHandle>().map(|h| h.0.clone());
+        let conn = self.layer.1.clone();
         let guard = conn.as_ref().map(StreamGuard::new);
         // The service that was made ready answers this request; a clone waits for the
         // next one (tower's contract).
         let clone = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, clone);
-        let layer = self.layer.clone();
+        let layer = self.layer.0.clone();
         Box::pin(async move {
             let (parts, body) = req.into_parts();
             let config = &layer.config;
             let (body, request_charge) = if class == Class::Streaming {
-                (Body::new(body), None)
+                (AdmittedBody::Stream(body), None)
             } else {
                 let read = read_body(body, config.max_message_bytes, &layer.budget, conn.as_ref());
                 match tokio::time::timeout(config.body_timeout, read).await {
-                    Ok(Ok((bytes, charge))) => (Body::new(ReadBody(Some(bytes))), charge),
+                    Ok(Ok((bytes, charge))) => (AdmittedBody::Read(Some(bytes)), charge),
                     Ok(Err(status)) => {
                         if status.code() == tonic::Code::ResourceExhausted {
                             layer.refused("buffers");
@@ -351,13 +388,16 @@ where
                 s => (s, None),
             };
             let (work, streaming) = match class {
-                Class::Probe => (None, None),
+                Class::Probe => ((None, None), None),
                 Class::Engine => match layer.engine.clone().try_acquire_owned() {
-                    Ok(p) => {
+                    // Evaluate may hand its work to another thread: the permit is
+                    // shared with it. Other RPCs finish in their handler.
+                    Ok(p) if evaluate => {
                         let work = WorkPermit(Arc::new(p));
                         req.extensions_mut().insert(work.clone());
-                        (Some(work), None)
+                        ((Some(work), None), None)
                     }
+                    Ok(p) => ((None, Some(p)), None),
                     Err(_) => {
                         layer.refused("concurrency");
                         return Ok(Status::resource_exhausted(format!(
@@ -368,7 +408,7 @@ where
                     }
                 },
                 Class::Streaming => match layer.streaming.clone().try_acquire_owned() {
-                    Ok(p) => (None, Some(p)),
+                    Ok(p) => ((None, None), Some(p)),
                     Err(_) => {
                         layer.refused("streaming");
                         return Ok(Status::resource_exhausted(format!(

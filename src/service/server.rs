@@ -4,7 +4,7 @@
 
 use super::api::TavliEngineService;
 use super::buffers::Budget;
-use super::conn::{self, ConnHandle, ConnLimits, ConnState, Phase, Registry, StreamGuard};
+use super::conn::{self, ConnLimits, ConnState, Phase, Registry, StreamGuard};
 use super::limits::{AdmissionConfig, AdmissionLayer, DeadlineLayer, DeepSearchLimit};
 use super::pb::tavli_engine_server::TavliEngineServer;
 use super::route::EngineRoutes;
@@ -248,13 +248,9 @@ impl ServerConfig {
 /// runtime, logs).
 const FD_RESERVE: u64 = 64;
 
-/// The hyper service of one connection: puts the connection in each request's
-/// extensions ([`ConnHandle`]) and calls the tower stack.
+/// The hyper service of one connection: the tower stack built for it.
 #[derive(Clone)]
-struct ConnService<S> {
-    inner: S,
-    conn: Arc<ConnState>,
-}
+struct ConnService<S>(S);
 
 impl<S> hyper::service::Service<Request<Incoming>> for ConnService<S>
 where
@@ -264,9 +260,8 @@ where
     type Error = Infallible;
     type Future = tower::util::Oneshot<S, Request<Incoming>>;
 
-    fn call(&self, mut req: Request<Incoming>) -> Self::Future {
-        req.extensions_mut().insert(ConnHandle(self.conn.clone()));
-        self.inner.clone().oneshot(req)
+    fn call(&self, req: Request<Incoming>) -> Self::Future {
+        self.0.clone().oneshot(req)
     }
 }
 
@@ -336,11 +331,17 @@ pub async fn serve(
         budget.clone(),
         Some(m.clone()),
     );
-    let stack = tower::ServiceBuilder::new()
-        .layer(MetricsLayer::new(m.clone()))
-        .layer(DeadlineLayer::new(config.request_timeout))
-        .layer(admission.clone())
-        .service(routes);
+    // The stack of one connection (its admission counts on the connection).
+    let metrics_layer = MetricsLayer::new(m.clone());
+    let deadline_layer = DeadlineLayer::new(config.request_timeout);
+    let admit = admission.clone();
+    let stack = move |conn: Arc<ConnState>| {
+        tower::ServiceBuilder::new()
+            .layer(metrics_layer.clone())
+            .layer(deadline_layer)
+            .layer(admit.for_conn(conn))
+            .service(routes.clone())
+    };
 
     // Connections: as many as configured, within the descriptors the process has.
     let mut max_connections = config.max_connections;
@@ -386,15 +387,7 @@ pub async fn serve(
         grpc,
         grpc_registry.clone(),
         conn::HTTP2_PREFACE_LEN,
-        move |io, state| {
-            h2.serve_connection(
-                TokioIo::new(io),
-                ConnService {
-                    inner: stack.clone(),
-                    conn: state,
-                },
-            )
-        },
+        move |io, state| h2.serve_connection(TokioIo::new(io), ConnService(stack(state))),
         |c| c.graceful_shutdown(),
         phase_rx,
     ));
@@ -505,27 +498,32 @@ fn metrics_response(req: &Request<Incoming>, m: &Metrics) -> Response<http_body_
     )
 }
 
-/// Completes on SIGTERM or SIGINT (Ctrl-C), logging which one arrived.
-pub async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-        "SIGINT"
-    };
+/// A future that completes on SIGTERM or SIGINT (Ctrl-C), logging which one arrived.
+/// The handlers are installed when this is called (inside the runtime), so a signal
+/// that comes while the server starts is not lost (nor does it kill the process).
+pub fn shutdown_signal() -> impl Future<Output = ()> {
     #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        let term = signal(SignalKind::terminate());
+        let int = signal(SignalKind::interrupt());
+        async move {
+            let which = match (term, int) {
+                (Ok(mut term), Ok(mut int)) => tokio::select! {
+                    _ = term.recv() => "SIGTERM",
+                    _ = int.recv() => "SIGINT",
+                },
+                _ => {
+                    let _ = tokio::signal::ctrl_c().await;
+                    "SIGINT"
+                }
+            };
+            tracing::info!(signal = which, "shutdown signal received");
         }
-        "SIGTERM"
-    };
+    }
     #[cfg(not(unix))]
-    let term = std::future::pending::<&str>();
-    let which = tokio::select! {
-        s = ctrl_c => s,
-        s = term => s,
-    };
-    tracing::info!(signal = which, "shutdown signal received");
+    async {
+        let _ = tokio::signal::ctrl_c().await;
+        tracing::info!(signal = "ctrl-c", "shutdown signal received");
+    }
 }

@@ -184,6 +184,14 @@ impl Server {
         }
         loop {
             if let Ok(Some(status)) = child.try_wait() {
+                use std::os::unix::process::ExitStatusExt;
+                if let Some(sig) = status.signal() {
+                    eprintln!(
+                        "server {} killed by signal {sig} after SIGTERM; its log:\n{}",
+                        self.pid,
+                        self.log()
+                    );
+                }
                 return (t.elapsed(), status.code());
             }
             if t.elapsed() > Duration::from_secs(30) {
@@ -470,16 +478,20 @@ pub async fn open_streams(
     Ok(held)
 }
 
-/// Opens `n` TCP connections that send nothing.
-pub async fn bare_connections(addr: SocketAddr, n: usize) -> Vec<TcpStream> {
+/// Opens up to `n` TCP connections that send nothing (stops at the first that takes
+/// more than 3 s), and says how long the slowest connect took.
+pub async fn bare_connections(addr: SocketAddr, n: usize) -> (Vec<TcpStream>, Duration) {
     let mut out = Vec::with_capacity(n);
+    let mut slowest = Duration::ZERO;
     for _ in 0..n {
-        match tokio::time::timeout(Duration::from_secs(1), TcpStream::connect(addr)).await {
+        let t = Instant::now();
+        match tokio::time::timeout(Duration::from_secs(3), TcpStream::connect(addr)).await {
             Ok(Ok(s)) => out.push(s),
             _ => break,
         }
+        slowest = slowest.max(t.elapsed());
     }
-    out
+    (out, slowest)
 }
 
 /// How many of `conns` the server has closed (EOF or reset when read).
