@@ -269,3 +269,44 @@ impl<H: Unpin> http_body::Body for ChargedBody<H> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn charges_fit_the_budget_and_are_released_on_drop() {
+        let budget = Budget::new(100);
+        let a = Charge::try_new(&budget, None, 60, false).unwrap();
+        assert!(Charge::try_new(&budget, None, 41, false).is_none());
+        let mut b = Charge::try_new(&budget, None, 40, false).unwrap();
+        assert_eq!(budget.used(), 100);
+        assert!(!b.try_grow(1));
+        drop(a);
+        assert!(b.try_grow(10));
+        assert_eq!(budget.used(), 50);
+        drop(b);
+        assert_eq!(budget.used(), 0);
+    }
+
+    /// A charged response is released when the last reference to its bytes goes
+    /// (h2 drops them once written), not when the first handle is dropped.
+    #[test]
+    fn response_bytes_are_released_with_their_last_reference() {
+        let budget = Budget::new(10);
+        let data = charge_response(Bytes::from_static(b"0123456789"), &budget, None, None).unwrap();
+        assert_eq!(&data[..], b"0123456789");
+        assert_eq!(budget.used(), 10);
+        let refused = charge_response(Bytes::from_static(b"x"), &budget, None, None);
+        assert_eq!(refused, Err(Bytes::from_static(b"x")));
+        let tail = data.slice(5..);
+        drop(data);
+        assert_eq!(budget.used(), 10);
+        drop(tail);
+        assert_eq!(budget.used(), 0);
+        assert_eq!(
+            charge_response(Bytes::new(), &budget, None, None),
+            Ok(Bytes::new())
+        );
+    }
+}
