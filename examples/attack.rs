@@ -326,11 +326,15 @@ async fn case5(ctx: &Ctx) -> Report {
             );
         }
         let log = server.log();
-        if let Some(line) = log
-            .lines()
-            .find(|l| l.contains("connection limit") || l.contains("cannot accept"))
-        {
-            r.fig(format!("logged: {}", line.trim()));
+        for what in ["connection limit", "cannot accept"] {
+            let lines: Vec<&str> = log.lines().filter(|l| l.contains(what)).collect();
+            if let Some(line) = lines.first() {
+                r.fig(format!(
+                    "logged {} time(s), first: {}",
+                    lines.len(),
+                    line.trim()
+                ));
+            }
         }
         r.watched(&label, &w);
         drop((grpc, metrics));

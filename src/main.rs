@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tavli_engine::eval::{PositionEvaluator, MAX_PLIES};
 use tavli_engine::rules::{Dice, Side, Variant};
-use tavli_engine::service::server::{cpus, MAX_SECONDS};
+use tavli_engine::service::server::{cpus, listen, MAX_SECONDS};
 use tavli_engine::service::{convert, json, pb, ServerConfig, ServiceError, TavliEngineService};
 use tavli_engine::telemetry::{init_tracing, LogFormat};
 
@@ -310,11 +310,9 @@ fn serve(args: ServeArgs) -> Result<(), BoxError> {
     let result = rt.block_on(async {
         // Signal handlers first: SIGTERM during start-up is a shutdown, not a kill.
         let shutdown = tavli_engine::service::server::shutdown_signal();
-        let grpc = tokio::net::TcpListener::bind(args.grpc_addr)
-            .await
+        let grpc = listen(args.grpc_addr)
             .map_err(|e| format!("cannot listen on {} (gRPC): {e}", args.grpc_addr))?;
-        let metrics = tokio::net::TcpListener::bind(args.metrics_addr)
-            .await
+        let metrics = listen(args.metrics_addr)
             .map_err(|e| format!("cannot listen on {} (metrics): {e}", args.metrics_addr))?;
         tavli_engine::service::serve(config, grpc, metrics, shutdown).await
     });

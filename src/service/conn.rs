@@ -91,8 +91,10 @@ pub struct ConnState {
     pub(crate) epoch: Instant,
     /// Engine RPCs in flight on this connection, each until its response is written.
     rpcs: Arc<Semaphore>,
-    /// Chosen for eviction, or being closed.
+    /// Being closed (by a limit, or evicted).
     closing: AtomicBool,
+    /// Evicted: out of the registry's map, counted in its `evicting`.
+    evicted: AtomicBool,
     close: Notify,
 }
 
@@ -189,6 +191,8 @@ pub struct Registry {
     suppressed_logs: AtomicU64,
     empty: Notify,
     closed_one: Notify,
+    /// Evicted connections not yet closed (out of `conns`).
+    evicting: AtomicUsize,
     metrics: Option<Arc<Metrics>>,
 }
 
@@ -206,6 +210,7 @@ impl Registry {
             suppressed_logs: AtomicU64::new(0),
             empty: Notify::new(),
             closed_one: Notify::new(),
+            evicting: AtomicUsize::new(0),
             metrics,
         })
     }
@@ -286,8 +291,10 @@ impl Registry {
     }
 
     /// Chooses an idle connection to close: one that never sent its preface (oldest
-    /// first), else the one idle longest. `None` when every connection is busy.
-    fn evict_one(&self, conns: &HashMap<u64, Arc<ConnState>>) -> Option<Arc<ConnState>> {
+    /// first), else the one idle longest; takes it out of `conns` at once (it no
+    /// longer counts against the limit, but in `evicting` until it is gone) and tells
+    /// it to close. `None` when every connection is busy.
+    fn evict_one(&self, conns: &mut HashMap<u64, Arc<ConnState>>) -> Option<Arc<ConnState>> {
         let candidates = conns
             .values()
             .filter(|c| !c.closing.load(Ordering::Relaxed));
@@ -305,6 +312,9 @@ impl Registry {
             })?
             .clone();
         victim.closing.store(true, Ordering::Relaxed);
+        victim.evicted.store(true, Ordering::Relaxed);
+        self.evicting.fetch_add(1, Ordering::Relaxed);
+        conns.remove(&victim.id);
         victim.close.notify_one();
         Some(victim)
     }
@@ -315,16 +325,13 @@ impl Registry {
     fn register(&self) -> Result<Arc<ConnState>, bool> {
         let mut conns = self.conns.lock().expect("registry lock");
         if conns.len() >= self.limits.max_connections {
-            // Connections being closed still count, up to an eighth over the limit, so
-            // that a burst cannot open many while the evicted ones finish closing.
-            let closing = conns
-                .values()
-                .filter(|c| c.closing.load(Ordering::Relaxed))
-                .count();
-            if closing >= (self.limits.max_connections / 8).max(1) {
+            // Evicted connections still hold a descriptor until they are gone: at most
+            // an eighth of the limit of them at once, so that a burst cannot open
+            // many more connections than the limit.
+            if self.evicting.load(Ordering::Relaxed) >= (self.limits.max_connections / 8).max(1) {
                 return Err(true);
             }
-            if self.evict_one(&conns).is_none() {
+            if self.evict_one(&mut conns).is_none() {
                 return Err(false);
             }
             drop(conns);
@@ -347,6 +354,7 @@ impl Registry {
             rpcs: Arc::new(Semaphore::new(self.limits.max_rpcs.max(1))),
             epoch: self.epoch,
             closing: AtomicBool::new(false),
+            evicted: AtomicBool::new(false),
             close: Notify::new(),
         });
         conns.insert(id, state.clone());
@@ -380,9 +388,13 @@ impl Registry {
         }
     }
 
-    fn unregister(&self, id: u64) {
+    fn unregister(&self, state: &ConnState) {
         let mut conns = self.conns.lock().expect("registry lock");
-        conns.remove(&id);
+        if state.evicted.load(Ordering::Relaxed) {
+            self.evicting.fetch_sub(1, Ordering::Relaxed);
+        } else {
+            conns.remove(&state.id);
+        }
         self.closed_one.notify_waiters();
         if let Some(m) = &self.metrics {
             m.connections
@@ -437,8 +449,8 @@ impl Registry {
         if exhausted {
             self.fd_exhausted_ms
                 .store(self.now_ms() + 1, Ordering::Relaxed);
-            let conns = self.conns.lock().expect("registry lock");
-            let freed = self.evict_one(&conns).is_some();
+            let mut conns = self.conns.lock().expect("registry lock");
+            let freed = self.evict_one(&mut conns).is_some();
             drop(conns);
             if freed {
                 self.count_close(CloseReason::Evicted);
@@ -594,9 +606,9 @@ async fn drive<C, G>(
     let mut conn = std::pin::pin!(conn);
     let mut tick = tokio::time::interval(registry.tick());
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    // When a GOAWAY was sent because of a limit (idle, evicted): the connection gets
-    // one second more to close by itself.
-    let mut closing_since: Option<Instant> = None;
+    // When a GOAWAY was sent because of a limit: the time by which the connection
+    // must be gone (1 s for an idle one, 250 ms for one evicted to make room).
+    let mut closing_by: Option<Instant> = None;
     let mut draining = false;
     loop {
         tokio::select! {
@@ -607,7 +619,7 @@ async fn drive<C, G>(
                     break;
                 }
                 graceful(conn.as_mut());
-                closing_since.get_or_insert_with(Instant::now);
+                closing_by.get_or_insert_with(|| Instant::now() + Duration::from_millis(250));
             }
             changed = phase.changed() => {
                 let now = if changed.is_err() { Phase::Stopped } else { *phase.borrow_and_update() };
@@ -623,10 +635,10 @@ async fn drive<C, G>(
                 }
             }
             _ = tick.tick() => {
-                if closing_since.is_some_and(|t| t.elapsed() >= Duration::from_secs(1)) {
+                if closing_by.is_some_and(|t| Instant::now() >= t) {
                     break;
                 }
-                if closing_since.is_some() || draining {
+                if closing_by.is_some() || draining {
                     continue;
                 }
                 match registry.verdict(&state) {
@@ -639,13 +651,13 @@ async fn drive<C, G>(
                             break;
                         }
                         graceful(conn.as_mut());
-                        closing_since = Some(Instant::now());
+                        closing_by = Some(Instant::now() + Duration::from_secs(1));
                     }
                 }
             }
         }
     }
-    registry.unregister(state.id);
+    registry.unregister(&state);
 }
 
 /// The process's limit of open file descriptors (soft), if known.

@@ -632,11 +632,27 @@ impl DeepSearchLimit {
         })
     }
 
-    /// The mean duration of a search of `plies` so far (zero before the first).
+    /// The mean duration of a search of `plies` so far; before the first, a guess
+    /// ([`DeepSearchLimit::FIRST_GUESS`]).
     pub fn mean(&self, plies: u8) -> Duration {
         let i = (plies as usize).min(MAX_PLIES as usize);
-        Duration::from_micros(self.mean_us[i].load(Ordering::Relaxed))
+        match self.mean_us[i].load(Ordering::Relaxed) {
+            0 => Self::FIRST_GUESS[i],
+            us => Duration::from_micros(us),
+        }
     }
+
+    /// The mean duration assumed before the first search of each depth has been
+    /// timed (0, 1, 2 plies), so that a first burst is not admitted blindly. At
+    /// 2 plies searches range from 7 ms (a middle game without dice,
+    /// docs/performance.md) through 0.4 s (the Portes start, ranking the plays of
+    /// 6-6) to 5 s (ranking 1896 plays of a 3-3); 1 s is a middle guess, and the
+    /// measurements replace it after the first search.
+    pub const FIRST_GUESS: [Duration; MAX_PLIES as usize + 1] = [
+        Duration::ZERO,
+        Duration::from_millis(50),
+        Duration::from_secs(1),
+    ];
 
     fn record(&self, plies: u8, took: Duration) {
         let i = (plies as usize).min(MAX_PLIES as usize);

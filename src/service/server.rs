@@ -85,7 +85,7 @@ pub struct ServerConfig {
     /// Deep searches (`Evaluate` at 1 ply or more) running at once (default: the
     /// number of CPUs).
     pub deep_search_limit: usize,
-    /// Deep searches waiting for a slot (default 16).
+    /// Deep searches waiting for a slot (default 64).
     pub deep_search_queue: usize,
     /// Connections open at once on the metrics port (default 16).
     pub metrics_max_connections: usize,
@@ -118,7 +118,7 @@ impl Default for ServerConfig {
             connection_concurrency_limit: 8,
             streaming_limit: 32,
             deep_search_limit: cpus(),
-            deep_search_queue: 16,
+            deep_search_queue: 64,
             metrics_max_connections: 16,
         }
     }
@@ -244,6 +244,26 @@ impl ServerConfig {
     }
 }
 
+/// The listen backlog of [`listen`]: connections the kernel completes and queues
+/// before the server accepts them (capped by `net.core.somaxconn`, 4096 on Linux
+/// since 5.4).
+pub const LISTEN_BACKLOG: u32 = 4096;
+
+/// A TCP listener on `addr` with a backlog of [`LISTEN_BACKLOG`] (tokio's `bind`
+/// uses 1024): a burst of connections faster than the accept loop (a flood of idle
+/// connections) then does not overflow the queue, which would drop new clients' SYNs
+/// for a second.
+pub fn listen(addr: std::net::SocketAddr) -> std::io::Result<TcpListener> {
+    let socket = if addr.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
+    };
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(LISTEN_BACKLOG)
+}
+
 /// Descriptors kept out of the connection limit for everything else (listeners, the
 /// runtime, logs).
 const FD_RESERVE: u64 = 64;
@@ -343,10 +363,12 @@ pub async fn serve(
             .service(routes.clone())
     };
 
-    // Connections: as many as configured, within the descriptors the process has.
+    // Connections: as many as configured, within the descriptors the process has
+    // (each listener's connections plus up to an eighth more being evicted).
     let mut max_connections = config.max_connections;
     if let Some(fds) = conn::fd_limit() {
-        let room = fds.saturating_sub(FD_RESERVE + config.metrics_max_connections as u64);
+        let metrics_fds = config.metrics_max_connections as u64 * 9 / 8 + 1;
+        let room = fds.saturating_sub(FD_RESERVE + metrics_fds) * 8 / 9;
         let room = room.max(1) as usize;
         if room < max_connections {
             tracing::warn!(
