@@ -4,11 +4,14 @@
 //!   timeout, charged to the buffers of [`super::buffers`]) and only then takes a
 //!   permit: one of the engine's `--concurrency-limit` for `tavli.v1.TavliEngine`
 //!   (and unknown paths), one of `--streaming-limit` for the long-lived streams
-//!   (health `Watch`, reflection); health `Check` needs none, so probes answer under
-//!   load. A permit that is not free is `RESOURCE_EXHAUSTED` at once (not queued).
-//!   The engine permit is also put in the request as a [`WorkPermit`], which a handler
-//!   that hands work to another thread keeps until that work has stopped. The
-//!   response's data is charged to the buffers until written.
+//!   (health `Watch`, reflection); health `Check` needs none and is not charged to
+//!   the buffers, so probes answer under any load. Engine RPCs first take one of
+//!   their connection's slots ([`ConnState::rpc_slot`], waiting for it holds no
+//!   permit). A permit that is not free is `RESOURCE_EXHAUSTED` at once (not queued).
+//!   `Evaluate` also finds its engine permit in the request as a [`WorkPermit`], which
+//!   a search handed to another thread keeps until it has stopped, and its connection
+//!   slot as a [`ConnSlot`], which a deep search gives back. The response's data is
+//!   charged to the buffers until written.
 //! - [`DeadlineLayer`]: honours the client's `grpc-timeout` (and an optional server
 //!   limit): the RPC is answered `DEADLINE_EXCEEDED` when it passes, and the deadline
 //!   is put in the request extensions as [`Deadline`] for handlers (evaluation).
@@ -238,11 +241,12 @@ where
 
 /// Reads a unary request body: until its end, or until it holds more than the limit
 /// (or declares a message over the limit in its gRPC prefix: tonic then answers
-/// `OUT_OF_RANGE` from what was read). Every chunk is charged.
+/// `OUT_OF_RANGE` from what was read). Every chunk is charged to `budget` (none: a
+/// health check, never refused for lack of room).
 async fn read_body<B>(
     mut body: B,
     max_message: usize,
-    budget: &Arc<Budget>,
+    budget: Option<&Arc<Budget>>,
     conn: Option<&Arc<ConnState>>,
 ) -> Result<(Bytes, Option<Charge>), Status>
 where
@@ -271,9 +275,10 @@ where
         if data.is_empty() {
             continue;
         }
-        let fits = match &mut charge {
-            Some(c) => c.try_grow(data.len()),
-            None => match Charge::try_new(budget, conn, data.len(), false) {
+        let fits = match (&mut charge, budget) {
+            (_, None) => true,
+            (Some(c), _) => c.try_grow(data.len()),
+            (None, Some(budget)) => match Charge::try_new(budget, conn, data.len(), false) {
                 Some(c) => {
                     charge = Some(c);
                     true
@@ -343,7 +348,9 @@ where
             let (body, request_charge) = if class == Class::Streaming {
                 (AdmittedBody::Stream(body), None)
             } else {
-                let read = read_body(body, config.max_message_bytes, &layer.budget, conn.as_ref());
+                // Health checks are never refused for lack of buffer room.
+                let budget = (class != Class::Probe).then_some(&layer.budget);
+                let read = read_body(body, config.max_message_bytes, budget, conn.as_ref());
                 match tokio::time::timeout(config.body_timeout, read).await {
                     Ok(Ok((bytes, charge))) => (AdmittedBody::Read(Some(bytes)), charge),
                     Ok(Err(status)) => {
@@ -428,6 +435,7 @@ where
             // Read the first frame now (a unary answer is ready at once), so that
             // its bytes are charged even if the client never lets hyper send them.
             let first = match poll_fn(|cx| Poll::Ready(Pin::new(&mut body).poll_frame(cx))).await {
+                Poll::Ready(Some(Ok(frame))) if class == Class::Probe => Some(frame),
                 Poll::Ready(Some(Ok(frame))) => match frame.into_data() {
                     Ok(data) => {
                         match buffers::charge_response(data, &layer.budget, conn.as_ref(), slot) {
