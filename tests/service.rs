@@ -1561,3 +1561,69 @@ async fn the_end_of_the_drain_stops_running_searches() {
         "the server is shutting down: evaluation stopped; retry"
     );
 }
+
+/// Readiness: while every engine permit stays taken for 5 s the engine's health
+/// turns NOT_SERVING (liveness, `""`, stays SERVING), and SERVING again 2 s after the
+/// permit is back.
+#[tokio::test]
+async fn readiness_follows_sustained_saturation() {
+    use tonic_health::pb::health_check_response::ServingStatus;
+    use tonic_health::pb::health_client::HealthClient;
+    use tonic_health::pb::HealthCheckRequest;
+    let eval = Arc::new(EndlessEvaluator::default());
+    let server = TestServer::start(ServerConfig {
+        concurrency_limit: 1,
+        evaluator: Some(eval.clone()),
+        ..ServerConfig::default()
+    })
+    .await;
+    let mut h = HealthClient::new(server.channel().await);
+    let mut watch = h
+        .watch(HealthCheckRequest {
+            service: "tavli.v1.TavliEngine".into(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(
+        watch.message().await.unwrap().unwrap().status,
+        ServingStatus::Serving as i32
+    );
+    let mut c = server.client().await;
+    let call = tokio::spawn(async move { c.evaluate(eval_req(None)).await });
+    let t = Instant::now();
+    assert_eq!(
+        watch.message().await.unwrap().unwrap().status,
+        ServingStatus::NotServing as i32
+    );
+    let took = t.elapsed();
+    assert!(
+        took >= Duration::from_millis(4900) && took < Duration::from_secs(7),
+        "{took:?}"
+    );
+    let live = h
+        .check(HealthCheckRequest {
+            service: String::new(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(live.status, ServingStatus::Serving as i32);
+    assert_eq!(
+        sample(&server.metrics_text().await, "tavli_ready"),
+        Some(0.0)
+    );
+    call.abort();
+    let t = Instant::now();
+    assert_eq!(
+        watch.message().await.unwrap().unwrap().status,
+        ServingStatus::Serving as i32
+    );
+    assert!(
+        t.elapsed() >= Duration::from_millis(1900),
+        "{:?}",
+        t.elapsed()
+    );
+    drop(watch);
+    server.shutdown().await.unwrap();
+}
