@@ -116,7 +116,7 @@ impl Board {
             let mut pt = Point::default();
             let own_pin = self.own_pinned >> i & 1 == 1;
             let opp_pin = self.opp_pinned >> i & 1 == 1;
-            let (own, opp) = (self.own[i] + own_pin as u8, self.opp[i] + opp_pin as u8);
+            let (own, opp) = (self.own_at(i), self.opp_at(i));
             match mover {
                 Side::White => (pt.white, pt.black) = (own, opp),
                 Side::Black => (pt.white, pt.black) = (opp, own),
@@ -152,16 +152,19 @@ impl Board {
         m
     }
 
-    /// Mover's checkers at own point `i` (1..=24), a pinned one included.
+    /// Mover's checkers at own point `i` (1..=24), a pinned one included. Saturates
+    /// at 255 on a board built by hand with 255 free checkers and a pin (never a
+    /// valid position, but never a panic either).
     #[inline]
     pub fn own_at(&self, i: usize) -> u8 {
-        self.own[i] + (self.own_pinned >> i & 1) as u8
+        self.own[i].saturating_add((self.own_pinned >> i & 1) as u8)
     }
 
-    /// Opponent's checkers at the mover's own point `i` (1..=24), a pinned one included.
+    /// Opponent's checkers at the mover's own point `i` (1..=24), a pinned one
+    /// included. Saturates at 255 like [`Board::own_at`].
     #[inline]
     pub fn opp_at(&self, i: usize) -> u8 {
-        self.opp[i] + (self.opp_pinned >> i & 1) as u8
+        self.opp[i].saturating_add((self.opp_pinned >> i & 1) as u8)
     }
 
     /// The game result if the game is over with the **mover** to play (R9): the

@@ -345,13 +345,20 @@ pub const STALL_LIMIT: std::time::Duration = std::time::Duration::from_secs(60);
 /// Starts a prepared analysis on the blocking pool and returns its stream. A message
 /// waits for room in the stream at most until the deadline (at most [`STALL_LIMIT`]),
 /// so a client that stops reading cannot hold the task for ever.
-pub fn spawn_analysis(prepared: PreparedAnalysis, deadline: Option<Instant>) -> CancelOnDrop {
+/// `token` (a child of the server's token) stops it, as does dropping the stream;
+/// `hold` (the deep-search slot) is kept until the analysis has stopped.
+pub fn spawn_analysis<H: Send + 'static>(
+    prepared: PreparedAnalysis,
+    deadline: Option<Instant>,
+    token: CancelToken,
+    hold: H,
+) -> CancelOnDrop {
     let (tx, rx) = tokio::sync::mpsc::channel(STREAM_BUFFER);
-    let token = CancelToken::new();
     let work_token = token.clone();
     let span = tracing::Span::current();
     let handle = tokio::runtime::Handle::current();
     tokio::task::spawn_blocking(move || {
+        let _hold = hold;
         span.in_scope(|| {
             let mut late = false;
             let r = run_analysis(prepared, deadline, Some(work_token), &mut |m| {

@@ -5,7 +5,6 @@
 use super::api::TavliEngineService;
 use super::convert::{self, PositionInput};
 use super::error::{AtField, ServiceError};
-use super::limits::Deadline;
 use super::pb;
 use crate::eval::rollout::{RolloutConfig, RolloutReport, DEFAULT_TRIALS, MAX_ROLLOUT_PLIES};
 use crate::eval::{CancelToken, StopWhen};
@@ -16,7 +15,7 @@ use std::task::{Context, Poll};
 use std::time::Instant;
 use tokio_stream::wrappers::ReceiverStream;
 use tokio_stream::Stream;
-use tonic::{Request, Response, Status};
+use tonic::{Response, Status};
 
 /// The default server cap on `RolloutRequest.trials` (36³; flag
 /// `--max-rollout-trials`).
@@ -139,20 +138,23 @@ impl TavliEngineService {
         Ok(())
     }
 
-    /// The tonic handler: checks the request (bad input is an error status, not a
-    /// stream), then runs the rollout on the blocking pool and streams its updates.
-    pub(super) fn rollout_stream(
+    /// Runs a checked rollout ([`TavliEngineService::rollout_job`]) on the blocking
+    /// pool and streams its updates; `cancel` (a child of the server's token) stops
+    /// it, and so does dropping the stream. `hold` (the deep-search slot) is kept
+    /// until the rollout has stopped.
+    pub(super) fn spawn_rollout<H: Send + 'static>(
         &self,
-        request: Request<pb::RolloutRequest>,
-    ) -> Result<Response<RolloutStream>, Status> {
-        let deadline = request.extensions().get::<Deadline>().map(|d| d.0);
-        let job = self.rollout_job(request.get_ref())?;
+        job: RolloutJob,
+        deadline: Option<Instant>,
+        cancel: CancelToken,
+        hold: H,
+    ) -> Response<RolloutStream> {
         // A small buffer: a client that reads slowly holds the rollout back
         // (`blocking_send` waits) instead of making the server queue updates.
         let (tx, rx) = tokio::sync::mpsc::channel::<Result<pb::RolloutResponse, Status>>(4);
-        let cancel = CancelToken::new();
         let (svc, token, span) = (self.clone(), cancel.clone(), tracing::Span::current());
         tokio::task::spawn_blocking(move || {
+            let _hold = hold;
             span.in_scope(|| {
                 let r = svc.run_rollout(&job, deadline, Some(&token), &mut |u| match tx
                     .blocking_send(Ok(u))
@@ -165,10 +167,10 @@ impl TavliEngineService {
                 }
             })
         });
-        Ok(Response::new(RolloutStream {
+        Response::new(RolloutStream {
             updates: ReceiverStream::new(rx),
             cancel,
-        }))
+        })
     }
 }
 
