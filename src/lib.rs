@@ -6,8 +6,10 @@
 //! - [`service`]: the gRPC service `tavli.v1.TavliEngine` and its server.
 //! - [`telemetry`]: Prometheus metrics layer and tracing set-up.
 
+pub mod analysis;
 pub mod corpus;
 pub mod eval;
+pub mod record;
 pub mod rules;
 pub mod service;
 pub mod telemetry;

@@ -10,6 +10,7 @@
 //!    the variant, contact positions give [`EvalError::Unavailable`].
 
 use super::bearoff::{is_no_contact_bearoff, BearoffDb};
+use super::rollout::{RolloutConfig, RolloutReport};
 use super::search::{game_over_probabilities, with_scratch, MoveFilter, Search};
 use super::{
     EvalError, EvalOptions, Evaluation, Evaluator, PositionEvaluator, Probabilities, RankedPlay,
@@ -210,6 +211,18 @@ impl PositionEvaluator for Engine {
                 probabilities: p,
             })
             .collect())
+    }
+
+    /// [`super::rollout::rollout`] with this engine's evaluators.
+    fn rollout(
+        &self,
+        pos: &Position,
+        dice: Option<Dice>,
+        cfg: &RolloutConfig,
+        stop: StopWhen<'_>,
+        on_report: &mut dyn FnMut(&RolloutReport) -> std::ops::ControlFlow<()>,
+    ) -> Result<RolloutReport, EvalError> {
+        super::rollout::rollout(self, pos, dice, cfg, stop, on_report)
     }
 }
 

@@ -1,7 +1,9 @@
 //! n-ply expectimax search over mover-relative boards (issue #4: plies 0, 1, 2).
 //!
 //! - 0 plies: the leaf value: exact bear-off database for a no-contact bear-off
-//!   ([`super::bearoff::is_no_contact_bearoff`]), else the static evaluator.
+//!   ([`super::bearoff::is_no_contact_bearoff`]), else the static evaluator, whose
+//!   output passes the rule-aware sanity step ([`super::sanity`]); searched values
+//!   pass it too, so no depth reports a result the rules rule out.
 //! - n plies (side X to roll): the average over X's 21 rolls (weight 1/36 for a
 //!   double, 2/36 otherwise) of X's best play, each play valued by its resulting
 //!   position evaluated at n − 1 plies (the other side to roll, mirrored and flipped
@@ -20,6 +22,7 @@
 //! first call a search allocates nothing.
 
 use super::bearoff::{is_no_contact_bearoff, BearoffDb};
+use super::sanity;
 use super::{EvalError, Evaluator, Probabilities, StopWhen, MAX_PLIES};
 use crate::rules::board::{Board, RelOutcome};
 use crate::rules::movegen::{generate_positions, PlayResult};
@@ -143,14 +146,16 @@ impl<'a> Search<'a> {
         self.stop.check()
     }
 
-    /// The 0-ply value of a board (mover to roll, game not over).
+    /// The 0-ply value of a board (mover to roll, game not over): the exact bear-off
+    /// database, or the static evaluator's output passed through the sanity step
+    /// ([`sanity::sanitize`]: no result the rules rule out).
     #[inline]
     pub fn leaf(&self, board: &Board) -> Result<Probabilities, EvalError> {
         if let Some(p) = self.bearoff.eval_board(self.variant, board) {
             return Ok(p);
         }
         match self.static_eval {
-            Some(e) => Ok(e.eval_board(self.variant, board)),
+            Some(e) => Ok(sanity::sane_eval(e, self.variant, board)),
             None => Err(EvalError::Unavailable(format!(
                 "no static evaluator for {} contact positions",
                 self.variant
@@ -205,12 +210,15 @@ impl<'a> Search<'a> {
         }
         scratch.give(depth, plays, scores);
         result?;
-        Ok(Probabilities {
-            win: acc[0].clamp(0.0, 1.0),
-            win_mars: acc[1].clamp(0.0, acc[0].clamp(0.0, 1.0)),
-            lose_mars: acc[2].clamp(0.0, 1.0),
-            draw: acc[3].clamp(0.0, 1.0),
-        })
+        // The average of values that obey the bounds obeys them too, up to rounding;
+        // the sanity step removes the rounding and makes decided results exact.
+        let p = Probabilities {
+            win: acc[0],
+            win_mars: acc[1],
+            lose_mars: acc[2],
+            draw: acc[3],
+        };
+        Ok(sanity::sanitize(self.variant, board, p))
     }
 
     /// The value, for the side that made it, of `play` when its resulting position is
@@ -230,7 +238,8 @@ impl<'a> Search<'a> {
         if let Some((won, o)) = child.game_over_for_mover(self.variant) {
             return Ok(game_over_probabilities(won, o).flip());
         }
-        Ok(self.eval_at(scratch, &child, plies, depth)?.flip())
+        let v = self.eval_at(scratch, &child, plies, depth)?;
+        Ok(sanity::flip_to_previous_mover(self.variant, &child, v))
     }
 
     /// The value of a play for the side that made it, its resulting position searched

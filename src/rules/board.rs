@@ -141,7 +141,8 @@ impl Board {
                 let i = m.trailing_zeros() as u8;
                 m &= m - 1;
                 let pt = pos.point_mut(Position::printed_point(variant, mover, i));
-                *pt.count_mut(side) += 1;
+                let n = pt.count_mut(side);
+                *n = n.saturating_add(1); // as `own_at`/`opp_at`
                 pt.pinned = Some(side);
             }
         }
@@ -187,16 +188,19 @@ impl Board {
         m
     }
 
-    /// Mover's checkers at own point `i` (1..=24), a pinned one included.
+    /// Mover's checkers at own point `i` (1..=24), a pinned one included. Saturates
+    /// at 255 on a board built by hand with 255 free checkers and a pin (never a
+    /// valid position, but never a panic either).
     #[inline]
     pub fn own_at(&self, i: usize) -> u8 {
-        self.own[i] + (self.own_pinned >> i & 1) as u8
+        self.own[i].saturating_add((self.own_pinned >> i & 1) as u8)
     }
 
-    /// Opponent's checkers at the mover's own point `i` (1..=24), a pinned one included.
+    /// Opponent's checkers at the mover's own point `i` (1..=24), a pinned one
+    /// included. Saturates at 255 like [`Board::own_at`].
     #[inline]
     pub fn opp_at(&self, i: usize) -> u8 {
-        self.opp[i] + (self.opp_pinned >> i & 1) as u8
+        self.opp[i].saturating_add((self.opp_pinned >> i & 1) as u8)
     }
 
     /// The game result if the game is over with the **mover** to play (R9): the

@@ -217,6 +217,14 @@ pub(crate) fn parse_side(pos: &mut Position, side: Side, list: &str) -> Result<(
                     Side::Black => pt.black = n,
                 }
                 if pinned {
+                    // One checker at most is pinned on a point (R5.1): both colours
+                    // marked pinned there is a contradiction, not "the last one wins".
+                    if let Some(other) = pt.pinned.filter(|&o| o != side) {
+                        return Err(format!(
+                            "{shown:?}: point {printed} is already marked pinned for {other}; \
+                             only one colour can be pinned on a point"
+                        ));
+                    }
                     pt.pinned = Some(side);
                 }
                 printed as usize
@@ -228,6 +236,12 @@ pub(crate) fn parse_side(pos: &mut Position, side: Side, list: &str) -> Result<(
             ));
         }
         if std::mem::replace(&mut seen[slot], true) {
+            // The place as parsed, not as written: "000…013" is point 13.
+            let place = match slot {
+                BAR => "bar".to_string(),
+                OFF => "off".to_string(),
+                p => format!("point {p}"),
+            };
             return Err(format!("{shown:?}: {place} listed twice"));
         }
     }

@@ -7,18 +7,28 @@
 //! - [`convert`]: proto ↔ rules conversions and input validation (RULES.md R9).
 //! - [`error`]: [`ServiceError`] and the one mapping of rules and evaluation errors to
 //!   `tonic::Status` (with `google.rpc.BadRequest` / `google.rpc.ErrorInfo` details).
-//! - [`api`]: [`TavliEngineService`], one method per RPC, also used by the CLI.
-//! - [`limits`]: the concurrency limit (`RESOURCE_EXHAUSTED`) and deadline layers.
+//! - [`api`]: [`TavliEngineService`], one method per RPC, also used by the CLI;
+//!   [`rollout`]: the streaming `Rollout` RPC.
+//! - [`analyze`]: `AnalyzeGame`, the server-streaming analysis of a game record.
+//! - [`limits`]: admission (request body, permits: `RESOURCE_EXHAUSTED`), the deadline
+//!   layer, deep-search admission, cancellation of abandoned work.
+//! - [`conn`]: the accept loop and the limits of a connection; [`buffers`]: the
+//!   bounded request and response bytes; [`readiness`]: the engine's health status.
 //! - [`wire`]: the ListLegalPlays response written as protobuf bytes straight from the
 //!   rules core, and [`route`]: the engine service with that method answered from them.
 //! - [`server`]: [`serve`]: gRPC + health + reflection + `/metrics`, graceful shutdown.
 //! - [`json`]: proto3 JSON output (the shape grpcurl prints), for the CLI.
 
+pub mod analyze;
 pub mod api;
+pub mod buffers;
+pub mod conn;
 pub mod convert;
 pub mod error;
 pub mod json;
 pub mod limits;
+pub mod readiness;
+pub mod rollout;
 pub mod route;
 pub mod server;
 pub mod wire;
