@@ -56,7 +56,7 @@ use super::sanity;
 use super::search::{outcome_probabilities, roll_weight, with_scratch, Scratch, Search};
 use super::{EvalError, Probabilities, StopWhen};
 use crate::rules::board::Board;
-use crate::rules::movegen::{generate, RawPlay};
+use crate::rules::movegen::{generate, generate_positions, play_outcome};
 use crate::rules::play::to_play;
 use crate::rules::{Dice, Play, Position, RulesError, Variant};
 use rand::seq::SliceRandom;
@@ -285,7 +285,8 @@ fn to_root(p: &Probabilities, mover_is_root: bool) -> [f64; 4] {
 /// What every trial does on its first roll from the start board: the play for each
 /// of the 21 rolls and (with variance reduction) the luck of each roll, for the root.
 struct FirstTurn {
-    plays: Vec<RawPlay>,
+    /// The board after the play of each roll (positions-only path).
+    plays: Vec<Board>,
     luck: Vec<[f64; 4]>,
 }
 
@@ -324,15 +325,15 @@ impl Rollout<'_> {
         &self,
         sc: &mut Scratch,
         board: &Board,
-        plays: &mut Vec<RawPlay>,
+        plays: &mut Vec<Board>,
         order: &mut Vec<(f32, u32)>,
         values: &mut [Probabilities; 21],
         keep: Option<usize>,
-    ) -> Result<Option<RawPlay>, EvalError> {
+    ) -> Result<Option<Board>, EvalError> {
         let mut kept = None;
         for (k, roll) in Dice::all_rolls().into_iter().enumerate() {
             plays.clear();
-            generate(self.variant(), board, roll, plays);
+            generate_positions(self.variant(), board, roll, plays);
             values[k] = self.luck_value(sc, plays, order)?;
             if keep == Some(k) {
                 let (i, _) = self.search.best_play(sc, plays, 0)?;
@@ -351,7 +352,7 @@ impl Rollout<'_> {
     fn luck_value(
         &self,
         sc: &mut Scratch,
-        plays: &[RawPlay],
+        plays: &[Board],
         order: &mut Vec<(f32, u32)>,
     ) -> Result<Probabilities, EvalError> {
         if !self.prefilter || plays.len() <= PREFILTER_KEEP {
@@ -359,9 +360,9 @@ impl Rollout<'_> {
         }
         order.clear();
         order.extend(plays.iter().enumerate().map(|(i, p)| {
-            let s = match p.outcome {
+            let s = match play_outcome(self.variant(), p) {
                 Some(_) => f32::INFINITY,
-                None => super::pubeval::score_after_move(&p.board),
+                None => super::pubeval::score_after_move(p),
             };
             (s, i as u32)
         }));
@@ -408,7 +409,7 @@ impl Rollout<'_> {
             for roll in Dice::all_rolls() {
                 self.check()?;
                 plays.clear();
-                generate(self.variant(), &start, roll, &mut plays);
+                generate_positions(self.variant(), &start, roll, &mut plays);
                 let (i, _) = self.search.best_play(sc, &plays, plies)?;
                 first.plays.push(plays[i]);
             }
@@ -470,10 +471,10 @@ impl Rollout<'_> {
                 } else {
                     self.best(sc, &board, roll, &mut plays)?
                 };
-                if let Some(o) = play.outcome {
+                if let Some(o) = play_outcome(variant, &play) {
                     return Ok(to_root(&outcome_probabilities(o), is_root));
                 }
-                board = play.board.mirror(variant);
+                board = play.mirror(variant);
                 is_root = !is_root;
                 turn += 1;
             }
@@ -487,10 +488,10 @@ impl Rollout<'_> {
         sc: &mut Scratch,
         board: &Board,
         roll: Dice,
-        plays: &mut Vec<RawPlay>,
-    ) -> Result<RawPlay, EvalError> {
+        plays: &mut Vec<Board>,
+    ) -> Result<Board, EvalError> {
         plays.clear();
-        generate(self.variant(), board, roll, plays);
+        generate_positions(self.variant(), board, roll, plays);
         let (i, _) = self.search.best_play(sc, plays, self.cfg.plies)?;
         Ok(plays[i])
     }

@@ -62,7 +62,7 @@
 
 use super::{Evaluator, Probabilities};
 use crate::rules::board::{Board, RelOutcome, BAR, OFF};
-use crate::rules::movegen::{generate, RawPlay};
+use crate::rules::movegen::{generate_positions, play_outcome};
 use crate::rules::{Dice, Variant, CHECKERS};
 use std::cell::RefCell;
 
@@ -248,7 +248,7 @@ fn may_finish_this_turn(variant: Variant, b: &Board) -> bool {
 }
 
 thread_local! {
-    static PLAYS: RefCell<Vec<RawPlay>> = RefCell::new(Vec::with_capacity(64));
+    static PLAYS: RefCell<Vec<Board>> = RefCell::new(Vec::with_capacity(64));
 }
 
 /// `Some(exact probabilities)` when every roll has a winning play for the mover.
@@ -259,10 +259,10 @@ fn wins_on_every_roll(variant: Variant, b: &Board) -> Option<Probabilities> {
         let mut mars36 = 0u32;
         for roll in Dice::all_rolls() {
             plays.clear();
-            generate(variant, b, roll, &mut plays);
+            generate_positions(variant, b, roll, &mut plays);
             let best = plays
                 .iter()
-                .filter_map(|p| match p.outcome {
+                .filter_map(|p| match play_outcome(variant, p) {
                     Some(RelOutcome::Win { points, .. }) => Some(points),
                     _ => None,
                 })
