@@ -304,7 +304,8 @@ async fn case6_shutdown_cancels_running_searches() {
     let calls: Vec<_> = (0..4)
         .map(|_| {
             let mut c = c.clone();
-            tokio::spawn(async move { c.evaluate(evaluate_request(SPREAD, 3, 3, 2)).await })
+            // Searches that outlast the drain of 1 s, however the work is scheduled.
+            tokio::spawn(async move { c.evaluate(evaluate_request(PLAKOTO_SPREAD, 3, 3, 2)).await })
         })
         .collect();
     tokio::time::sleep(Duration::from_millis(300)).await;
