@@ -6,38 +6,40 @@
 //! - [`generate`]: the **full path**, each play with its moves and outcome as well
 //!   ([`RawPlay`]; what `legal_plays`, `apply` and the service build on).
 //!
-//! Single moves ([`for_each_step`], and the generator's `Gen::make`): R3 intermediate
-//! landings, R4 bar and hitting, R5.1–R5.3 pins, R5.5 mother, R6 bearing off,
-//! R8.1–R8.3 Fevga. R8.4 (must open) filters complete sequences
-//! (`generate_must_open`).
+//! Single moves ([`for_each_step`], and the generator's `Gen::sources` and
+//! `Gen::child`): R3 intermediate landings, R4 bar and hitting, R5.1–R5.3 pins, R5.5
+//! mother, R6 bearing off, R8.1–R8.3 Fevga. R8.4 (must open) filters complete
+//! sequences (`generate_must_open`).
 //!
 //! # How plays are generated
 //!
-//! Depth first, one die per level, with the mover's state kept small: the counts of
-//! its free checkers (changed in place and restored), and bit masks of its occupied
-//! points, of the opponent's blots and of the points it may land on (which do not
-//! change within a turn in any variant). A play is written out only at a leaf: the
-//! starting board is copied and the path's moves applied to the copy, so no board is
-//! built for an intermediate node. Sources are visited from the highest down, so the
-//! plays come in the order of a breadth-first search by levels (which this generator
-//! replaced, and whose order every caller has seen so far):
+//! Depth first, one die per level, with a small state per node (`Node`: bit masks
+//! of the mover's occupied points and of pinned opposing checkers) and, for the whole
+//! turn, the mask of points the mover may land on (no move of the mover changes it).
+//! A node's board is built only when it has moves; a play is written in place into
+//! the output: its parent's board copied and the last move applied. Sources are
+//! visited from the highest down, so the plays come in the order of the
+//! breadth-first generator of commit 1e8b9d6, which this one replaced (answers, moves
+//! and order pinned by `tests/movegen_paths.rs`):
 //!
-//! - **Doubles**: plays are the deepest leaves (maximum dice, R3: a leaf deeper than
-//!   the ones kept so far discards them). Where the order of the moves cannot matter
-//!   (`non_increasing_is_complete`: always in Portes) each multiset of moves is
-//!   generated once, in non-increasing source order, so no duplicate arises. Otherwise
-//!   every order is searched and duplicates (same board at the same depth) are
-//!   removed by an additive key of the board, confirmed by comparing boards.
+//! - **Doubles**: four inlined levels; the plays are the deepest leaves (maximum
+//!   dice, R3: a leaf deeper than those kept so far discards them). Where the order of
+//!   the moves cannot matter (`moves_commute`: always in Portes) each multiset of
+//!   moves is generated once, in non-increasing source order, so no duplicate arises.
 //! - **Non-doubles**: the larger die first ("A"), then the smaller die first ("B"),
-//!   then, if no play uses both dice, every single move of the larger die, else of
-//!   the smaller, else a pass (R3). Where moves commute, B only tries what A cannot
-//!   give: bear-offs with the larger die, and the same checker moving on from a
-//!   point that was empty. In Portes the duplicates that remain are known in advance
-//!   and skipped by rule (see `Gen::a_skip`, `Gen::b_bearoff_is_duplicate`,
-//!   `Gen::b_continuation_is_duplicate`); in Plakoto and Fevga they are removed by
-//!   key as for doubles. A play reached by several paths keeps the moves of the first.
+//!   then, if no play uses both dice, every single move of the larger die, else of the
+//!   smaller, else a pass (R3). Where moves commute, B only tries what A cannot give
+//!   (bear-offs with the larger die, the same checker moving on from a point that was
+//!   empty), and the duplicates that remain are known in advance and skipped by rule
+//!   (`Gen::a_skip`, `Gen::b_bearoff_is_duplicate`, `Gen::b_continuation_is_duplicate`).
+//! - **Where the order might matter** (Plakoto's mother rule, Fevga's R8.2 and R8.3):
+//!   the one-order generation runs first and is kept unless one of those rules acted
+//!   during it (`Gen::order_mattered`); otherwise every order is searched, with
+//!   duplicates (the same board at the same depth) removed by an additive key of the
+//!   board, confirmed by comparing boards.
 //!
-//! Boards are mover-relative ([`Board`]); the caller mirrors them to pass the turn.
+//! A play reached by several paths keeps the moves of the first. Boards are
+//! mover-relative ([`Board`]); the caller mirrors them to pass the turn.
 
 use super::board::{bear_off_win, below_mask, Board, RelOutcome, BAR, OFF};
 use super::position::CHECKERS;
