@@ -81,5 +81,8 @@ fn main() {
             _ => panic!("MODE must be service, board, eval1 or eval2"),
         }
     }
-    println!("{mode} x {n}: {:?} per call ({acc})", t.elapsed() / n as u32);
+    println!(
+        "{mode} x {n}: {:?} per call ({acc})",
+        t.elapsed() / n as u32
+    );
 }
