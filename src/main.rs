@@ -1,5 +1,5 @@
 //! `tavli-engine`: the gRPC server (the default, `serve`) and the same engine as a
-//! command-line tool (`plays`, `apply`, `eval`, `start`) for scripting.
+//! command-line tool (`plays`, `apply`, `eval`, `start`, `show`) for scripting.
 //!
 //! ```text
 //! tavli-engine                                   # serve gRPC :50051, metrics :9090
@@ -7,7 +7,10 @@
 //! tavli-engine apply --position <ID> --dice 6-5 --play "24/18 13/11"
 //! tavli-engine eval  --position <ID> [--dice 6-5] [--plies 1]
 //! tavli-engine start --variant plakoto
+//! tavli-engine show  --position <ID>             # the board as text
 //! ```
+//!
+//! `--position` takes a Position ID or a GNU Backgammon ID with `--side`.
 
 use clap::{Args, Parser, Subcommand};
 use std::fmt::Write as _;
@@ -17,6 +20,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tavli_engine::eval::{PositionEvaluator, MAX_PLIES};
 use tavli_engine::rules::{Dice, Side, Variant};
+use tavli_engine::service::tls::TlsArgs;
 use tavli_engine::service::{convert, json, pb, ServerConfig, ServiceError, TavliEngineService};
 use tavli_engine::telemetry::{init_tracing, LogFormat};
 
@@ -63,6 +67,8 @@ enum Command {
     Eval(EvalArgs),
     /// Print the starting position of a variant.
     Start(StartArgs),
+    /// Draw a position as a text board (printed numbering, as GNU Backgammon does).
+    Show(ShowArgs),
 }
 
 #[derive(Args, Debug, Clone)]
@@ -93,17 +99,69 @@ struct ServeArgs {
     /// Server-side limit per RPC in seconds, on top of the client's deadline (0: none).
     #[arg(long, env = "TAVLI_REQUEST_TIMEOUT_SECONDS", default_value_t = 30.0)]
     request_timeout_seconds: f64,
+    /// Compress responses (gzip, else zstd) for clients that accept it (true or
+    /// false); compressed requests are accepted either way.
+    #[arg(long, env = "TAVLI_COMPRESS_RESPONSES", default_value_t = true,
+          action = clap::ArgAction::Set, value_name = "BOOL")]
+    compress_responses: bool,
+    /// Serve the analysis page (board, plays ranked by equity, over gRPC-Web) on
+    /// this address, e.g. 127.0.0.1:8080. Default: off.
+    #[arg(long, env = "TAVLI_WEB_ADDR")]
+    web_addr: Option<SocketAddr>,
+    #[command(flatten)]
+    tls: TlsArgs,
 }
 
 #[derive(Args, Debug)]
 struct PositionArg {
     /// The position: a Position ID such as
-    /// portes/w/24:2,13:5,8:3,6:5/1:2,12:5,17:3,19:5 (see the README).
+    /// portes/w/24:2,13:5,8:3,6:5/1:2,12:5,17:3,19:5 (see the README), or a GNU
+    /// Backgammon ID such as 4HPwATDgc/ABMA with --side.
     #[arg(long, short)]
     position: String,
+    /// With a GNU Backgammon ID: the side on roll, white or black.
+    #[arg(long)]
+    side: Option<String>,
     /// Print proto3 JSON (the shape grpcurl prints) instead of text.
     #[arg(long)]
     json: bool,
+}
+
+/// `--position` as the request's position `oneof`.
+enum PositionText {
+    Id(String),
+    Gnubg(pb::GnubgPosition),
+}
+
+impl PositionArg {
+    /// A Position ID always has `:` (each side lists its checkers); a GNU Backgammon
+    /// ID never does.
+    fn input(&self) -> Result<PositionText, BoxError> {
+        let gnubg = !self.position.contains(':');
+        match (&self.side, gnubg) {
+            (None, false) => Ok(PositionText::Id(self.position.clone())),
+            (Some(_), false) => Err("side: only with a GNU Backgammon ID (a Position ID \
+                                     carries the side to move)"
+                .into()),
+            (None, true) => Err("side: a GNU Backgammon ID needs --side white or \
+                                 --side black (the side on roll)"
+                .into()),
+            (Some(side), true) => Ok(PositionText::Gnubg(pb::GnubgPosition {
+                id: self.position.clone(),
+                side_to_move: convert::side_to_pb(Some(parse_side(side)?)) as i32,
+            })),
+        }
+    }
+}
+
+/// The position `oneof` of the request message module `$m` from a [`PositionArg`].
+macro_rules! position_oneof {
+    ($m:ident, $arg:expr) => {
+        match $arg.input()? {
+            PositionText::Id(id) => pb::$m::Position::PositionId(id),
+            PositionText::Gnubg(g) => pb::$m::Position::Gnubg(g),
+        }
+    };
 }
 
 #[derive(Args, Debug)]
@@ -145,6 +203,12 @@ struct EvalArgs {
 }
 
 #[derive(Args, Debug)]
+struct ShowArgs {
+    #[command(flatten)]
+    pos: PositionArg,
+}
+
+#[derive(Args, Debug)]
 struct StartArgs {
     /// portes, plakoto or fevga.
     #[arg(long, short)]
@@ -166,6 +230,7 @@ fn main() -> ExitCode {
         Some(Command::Apply(a)) => apply(a).and_then(emit),
         Some(Command::Eval(a)) => eval(a).and_then(emit),
         Some(Command::Start(a)) => start(a).and_then(emit),
+        Some(Command::Show(a)) => show(a).and_then(emit),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -200,6 +265,8 @@ fn serve(args: ServeArgs) -> Result<(), BoxError> {
         max_plies: args.max_plies,
         request_timeout: timeout,
         evaluator: evaluator(),
+        tls: args.tls.load()?,
+        compress_responses: args.compress_responses,
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -211,10 +278,19 @@ fn serve(args: ServeArgs) -> Result<(), BoxError> {
         let metrics = tokio::net::TcpListener::bind(args.metrics_addr)
             .await
             .map_err(|e| format!("cannot listen on {} (metrics): {e}", args.metrics_addr))?;
-        tavli_engine::service::serve(
+        let web = match args.web_addr {
+            Some(addr) => Some(
+                tokio::net::TcpListener::bind(addr)
+                    .await
+                    .map_err(|e| format!("cannot listen on {addr} (web): {e}"))?,
+            ),
+            None => None,
+        };
+        tavli_engine::service::serve_with_web(
             config,
             grpc,
             metrics,
+            web,
             tavli_engine::service::server::shutdown_signal(),
         )
         .await
@@ -259,9 +335,7 @@ fn position_id(p: &Option<pb::Position>) -> &str {
 
 fn plays(a: PlaysArgs) -> Result<String, BoxError> {
     let req = pb::ListLegalPlaysRequest {
-        position: Some(pb::list_legal_plays_request::Position::PositionId(
-            a.pos.position,
-        )),
+        position: Some(position_oneof!(list_legal_plays_request, a.pos)),
         dice: Some(dice_pb(&a.dice)?),
         detail: if a.compact {
             pb::PlayDetail::Compact
@@ -298,7 +372,7 @@ fn apply(a: ApplyArgs) -> Result<String, BoxError> {
         Play::Notation(a.play)
     };
     let req = pb::ApplyPlayRequest {
-        position: Some(pb::apply_play_request::Position::PositionId(a.pos.position)),
+        position: Some(position_oneof!(apply_play_request, a.pos)),
         dice: Some(dice_pb(&a.dice)?),
         play: Some(play),
     };
@@ -316,7 +390,7 @@ fn apply(a: ApplyArgs) -> Result<String, BoxError> {
 
 fn eval(a: EvalArgs) -> Result<String, BoxError> {
     let req = pb::EvaluateRequest {
-        position: Some(pb::evaluate_request::Position::PositionId(a.pos.position)),
+        position: Some(position_oneof!(evaluate_request, a.pos)),
         dice: a.dice.as_deref().map(dice_pb).transpose()?,
         plies: a.plies,
     };
@@ -345,11 +419,7 @@ fn start(a: StartArgs) -> Result<String, BoxError> {
             a.variant
         )
     })?;
-    let side = match a.side.to_ascii_lowercase().as_str() {
-        "white" | "w" => Side::White,
-        "black" | "b" => Side::Black,
-        other => return Err(format!("side: use white or black, not {other:?}").into()),
-    };
+    let side = parse_side(&a.side)?;
     let req = pb::GetStartingPositionRequest {
         variant: convert::variant_to_pb(variant) as i32,
         side_to_move: convert::side_to_pb(Some(side)) as i32,
@@ -360,4 +430,28 @@ fn start(a: StartArgs) -> Result<String, BoxError> {
     } else {
         Ok(format!("{}\n", position_id(&resp.position)))
     }
+}
+
+fn parse_side(text: &str) -> Result<Side, BoxError> {
+    match text.to_ascii_lowercase().as_str() {
+        "white" | "w" => Ok(Side::White),
+        "black" | "b" => Ok(Side::Black),
+        other => Err(format!("side: use white or black, not {other:?}").into()),
+    }
+}
+
+fn show(a: ShowArgs) -> Result<String, BoxError> {
+    use convert::PositionInput;
+    let input = a.pos.input()?;
+    let pos = convert::position_input(Some(match &input {
+        PositionText::Id(id) => PositionInput::Id(id),
+        PositionText::Gnubg(g) => PositionInput::Gnubg(g),
+    }))?;
+    if a.pos.json {
+        return Ok(print_json(
+            &convert::position_to_pb(&pos),
+            "tavli.v1.Position",
+        ));
+    }
+    Ok(tavli_engine::board_text::render(&pos))
 }

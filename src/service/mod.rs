@@ -12,6 +12,7 @@
 //! - [`wire`]: the ListLegalPlays response written as protobuf bytes straight from the
 //!   rules core, and [`route`]: the engine service with that method answered from them.
 //! - [`server`]: [`serve`]: gRPC + health + reflection + `/metrics`, graceful shutdown.
+//! - [`tls`]: TLS and mutual TLS on the gRPC port (flags, PEM files).
 //! - [`json`]: proto3 JSON output (the shape grpcurl prints), for the CLI.
 
 pub mod api;
@@ -21,11 +22,12 @@ pub mod json;
 pub mod limits;
 pub mod route;
 pub mod server;
+pub mod tls;
 pub mod wire;
 
 pub use api::TavliEngineService;
 pub use error::ServiceError;
-pub use server::{serve, ServerConfig};
+pub use server::{serve, serve_with_web, ServerConfig};
 
 /// The generated protobuf messages, the tonic server and client of `tavli.v1`, and the
 /// encoded file descriptor set served by reflection.

@@ -3,7 +3,12 @@
 //! `ListLegalPlays` is answered with the bytes of [`super::wire`] (same response,
 //! written without building the message); every other method goes to the generated
 //! [`TavliEngineServer`]. Both use tonic's unary handling, so framing, status codes,
-//! message-size limits and the tower layers around the service are the same.
+//! message-size limits, compression and the tower layers around the service are the
+//! same. Compression: requests compressed with gzip or zstd are accepted on every
+//! method (`grpc-encoding`); with [`EngineRoutes::send_compressed`] responses are
+//! compressed too for clients that accept it (`grpc-accept-encoding`), the
+//! pre-encoded `ListLegalPlays` bytes included (tonic compresses what the encoder
+//! wrote).
 
 use super::api::TavliEngineService;
 use super::pb;
@@ -15,7 +20,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use tonic::body::Body;
-use tonic::codec::{Codec, EncodeBuf, Encoder};
+use tonic::codec::{Codec, CompressionEncoding, EnabledCompressionEncodings, EncodeBuf, Encoder};
 use tonic::server::{Grpc, NamedService, UnaryService};
 use tonic::{Request, Response, Status};
 use tonic_prost::ProstDecoder;
@@ -29,20 +34,49 @@ pub struct EngineRoutes {
     service: Arc<TavliEngineService>,
     generated: TavliEngineServer<TavliEngineService>,
     max_message_bytes: usize,
+    /// Request encodings accepted (gzip, zstd).
+    accept: EnabledCompressionEncodings,
+    /// Response encodings offered (none until [`EngineRoutes::send_compressed`]).
+    send: EnabledCompressionEncodings,
 }
+
+/// The compressions tonic offers, in the server's order of preference.
+const ENCODINGS: [CompressionEncoding; 2] = [CompressionEncoding::Gzip, CompressionEncoding::Zstd];
 
 impl EngineRoutes {
     /// The service with the largest request and response message in bytes (larger
     /// requests are answered `OUT_OF_RANGE`, larger responses `OUT_OF_RANGE` too).
+    /// Requests compressed with gzip or zstd are accepted; responses are sent
+    /// uncompressed.
     pub fn new(service: TavliEngineService, max_message_bytes: usize) -> EngineRoutes {
         let service = Arc::new(service);
+        let mut accept = EnabledCompressionEncodings::default();
+        let mut generated = TavliEngineServer::from_arc(service.clone())
+            .max_decoding_message_size(max_message_bytes)
+            .max_encoding_message_size(max_message_bytes);
+        for e in ENCODINGS {
+            accept.enable(e);
+            generated = generated.accept_compressed(e);
+        }
         EngineRoutes {
-            generated: TavliEngineServer::from_arc(service.clone())
-                .max_decoding_message_size(max_message_bytes)
-                .max_encoding_message_size(max_message_bytes),
+            generated,
             service,
             max_message_bytes,
+            accept,
+            send: EnabledCompressionEncodings::default(),
         }
+    }
+
+    /// With `on`, responses are compressed (gzip, else zstd) when the client's
+    /// `grpc-accept-encoding` lists one of them; without, always sent uncompressed.
+    pub fn send_compressed(mut self, on: bool) -> EngineRoutes {
+        if on {
+            for e in ENCODINGS {
+                self.send.enable(e);
+                self.generated = self.generated.send_compressed(e);
+            }
+        }
+        self
     }
 }
 
@@ -70,10 +104,12 @@ where
             return Box::pin(self.generated.call(req));
         }
         let method = ListLegalPlays(self.service.clone());
-        let mut grpc = Grpc::new(EncodedCodec).apply_max_message_size_config(
-            Some(self.max_message_bytes),
-            Some(self.max_message_bytes),
-        );
+        let mut grpc = Grpc::new(EncodedCodec)
+            .apply_compression_config(self.accept, self.send)
+            .apply_max_message_size_config(
+                Some(self.max_message_bytes),
+                Some(self.max_message_bytes),
+            );
         Box::pin(async move { Ok(grpc.unary(method, req).await) })
     }
 }

@@ -1,5 +1,6 @@
 //! [`serve`]: the gRPC server (engine, health, reflection v1 and v1alpha) with its
-//! tower layers, the Prometheus `/metrics` HTTP server, and the graceful shutdown.
+//! tower layers, the Prometheus `/metrics` HTTP server, and the graceful shutdown;
+//! [`serve_with_web`]: the same and the analysis page ([`crate::web`]).
 
 use super::api::TavliEngineService;
 use super::limits::{ConcurrencyLimitLayer, DeadlineLayer};
@@ -12,7 +13,9 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
+use tonic::codec::CompressionEncoding;
 use tonic::transport::server::TcpIncoming;
+use tonic::transport::ServerTlsConfig;
 use tonic_health::ServingStatus;
 
 /// A boxed error of [`serve`] (bind, reflection set-up, transport).
@@ -35,6 +38,13 @@ pub struct ServerConfig {
     pub request_timeout: Option<Duration>,
     /// The evaluator behind `Evaluate`; `None` → `UNIMPLEMENTED`.
     pub evaluator: Option<Arc<dyn PositionEvaluator>>,
+    /// TLS, or mutual TLS with a client CA, on the gRPC port ([`super::tls`]);
+    /// `None` (the default): plaintext.
+    pub tls: Option<ServerTlsConfig>,
+    /// Compress responses (gzip, else zstd) for clients whose
+    /// `grpc-accept-encoding` lists one (default true). Compressed requests are
+    /// accepted either way.
+    pub compress_responses: bool,
 }
 
 impl Default for ServerConfig {
@@ -46,6 +56,8 @@ impl Default for ServerConfig {
             max_plies: MAX_PLIES,
             request_timeout: Some(Duration::from_secs(30)),
             evaluator: None,
+            tls: None,
+            compress_responses: true,
         }
     }
 }
@@ -59,6 +71,8 @@ impl std::fmt::Debug for ServerConfig {
             .field("max_plies", &self.max_plies)
             .field("request_timeout", &self.request_timeout)
             .field("evaluator", &self.evaluator.is_some())
+            .field("tls", &self.tls.is_some())
+            .field("compress_responses", &self.compress_responses)
             .finish()
     }
 }
@@ -78,12 +92,33 @@ pub async fn serve(
     metrics: TcpListener,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), BoxError> {
+    serve_with_web(config, grpc, metrics, None, shutdown).await
+}
+
+/// [`serve`], and with `web` the analysis page and its gRPC-Web endpoint
+/// ([`crate::web`]) on that listener, behind the same layers as the gRPC port (one
+/// concurrency limit for both); it stops with the gRPC server.
+pub async fn serve_with_web(
+    config: ServerConfig,
+    grpc: TcpListener,
+    metrics: TcpListener,
+    web: Option<TcpListener>,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), BoxError> {
     let m = Metrics::new();
     let engine =
         TavliEngineService::new(config.evaluator.clone(), config.max_plies, Some(m.clone()));
-    let engine = EngineRoutes::new(engine, config.max_message_bytes);
+    let engine = EngineRoutes::new(engine, config.max_message_bytes)
+        .send_compressed(config.compress_responses);
+    let layers = tower::ServiceBuilder::new()
+        .layer(MetricsLayer::new(m.clone()))
+        .layer(ConcurrencyLimitLayer::new(config.concurrency_limit))
+        .layer(DeadlineLayer::new(config.request_timeout));
 
     let (health, health_service) = tonic_health::server::health_reporter();
+    let health_service = health_service
+        .accept_compressed(CompressionEncoding::Gzip)
+        .accept_compressed(CompressionEncoding::Zstd);
     health
         .set_serving::<TavliEngineServer<TavliEngineService>>()
         .await;
@@ -101,16 +136,35 @@ pub async fn serve(
                 tonic_reflection::pb::v1alpha::FILE_DESCRIPTOR_SET,
             )
     };
-    let reflection_v1 = reflection().build_v1()?;
-    let reflection_v1alpha = reflection().build_v1alpha()?;
+    let reflection_v1 = reflection()
+        .build_v1()?
+        .accept_compressed(CompressionEncoding::Gzip)
+        .accept_compressed(CompressionEncoding::Zstd);
+    let reflection_v1alpha = reflection()
+        .build_v1alpha()?
+        .accept_compressed(CompressionEncoding::Gzip)
+        .accept_compressed(CompressionEncoding::Zstd);
 
     let grpc_addr = grpc.local_addr()?;
     let metrics_addr = metrics.local_addr()?;
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let server = tonic::transport::Server::builder()
-        .layer(MetricsLayer::new(m.clone()))
-        .layer(ConcurrencyLimitLayer::new(config.concurrency_limit))
-        .layer(DeadlineLayer::new(config.request_timeout))
+    let mut builder = tonic::transport::Server::builder();
+    if let Some(tls) = config.tls.clone() {
+        builder = builder.tls_config(tls)?;
+    }
+    let (web_stop_tx, web_stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let web_task = match web {
+        Some(listener) => {
+            tracing::info!(web_addr = %listener.local_addr()?, "serving the analysis page");
+            let grpc_web = layers.clone().service(engine.clone());
+            Some(tokio::spawn(crate::web::serve(listener, grpc_web, async {
+                let _ = web_stop_rx.await;
+            })))
+        }
+        None => None,
+    };
+    let server = builder
+        .layer(layers)
         .add_service(health_service)
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)
@@ -149,6 +203,7 @@ pub async fn serve(
         () = shutdown => {}
         r = &mut grpc_task => {
             let _ = metrics_stop_tx.send(());
+            let _ = web_stop_tx.send(());
             return match r {
                 Ok(Ok(())) => Err("the gRPC server stopped unexpectedly".into()),
                 Ok(Err(e)) => Err(e.into()),
@@ -179,7 +234,11 @@ pub async fn serve(
         }
     };
     let _ = metrics_stop_tx.send(());
+    let _ = web_stop_tx.send(());
     let _ = tokio::time::timeout(Duration::from_secs(1), metrics_task).await;
+    if let Some(task) = web_task {
+        let _ = tokio::time::timeout(Duration::from_secs(1), task).await;
+    }
     result
 }
 
