@@ -83,7 +83,12 @@ start() {
     PIDS+=($!)
     for _ in $(seq 1 100); do
         kill -0 "${PIDS[-1]}" 2>/dev/null || { cat "$WORK/$name.log" >&2; die "$name server exited at start"; }
-        if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then return 0; fi
+        if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+            # The port may have answered for another process: ours must still run.
+            sleep 0.2
+            kill -0 "${PIDS[-1]}" 2>/dev/null || { cat "$WORK/$name.log" >&2; die "$name server exited at start"; }
+            return 0
+        fi
         sleep 0.1
     done
     die "$name server not listening on 127.0.0.1:$port"
