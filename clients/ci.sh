@@ -35,8 +35,10 @@ apt_install() {
 
 # ------------------------------------------------------------------ tools
 command -v openssl >/dev/null 2>&1 || { log "apt-get install openssl"; apt_install openssl; }
-command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 \
-    || { log "apt-get install nodejs npm"; apt_install nodejs npm; }
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+    log "apt-get install nodejs npm"
+    apt_install nodejs npm
+fi
 if [ ! -x "$VENV/bin/python" ]; then
     mkdir -p "$CACHE"
     python3 -m venv "$VENV" 2>/dev/null || { log "apt-get install python3-venv"; apt_install python3-venv; python3 -m venv "$VENV"; }

@@ -25,6 +25,7 @@ WANT=$(sed -n 's/.*"@bufbuild\/buf": "\([^"]*\)".*/\1/p' "$TOOLS/package.json")
 log() { printf 'proto: %s\n' "$*"; }
 die() { printf 'proto: FAIL: %s\n' "$*" >&2; exit 1; }
 
+command -v npm >/dev/null 2>&1 || die "npm (Node.js) is needed to install buf from the npm registry"
 if [ ! -x "$BUF" ] || [ "$("$BUF" --version 2>/dev/null)" != "$WANT" ]; then
     log "npm ci (@bufbuild/buf $WANT)"
     (cd "$TOOLS" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)

@@ -19,6 +19,7 @@ WEB_PORT=${WEB_CI_WEB_PORT:-8501}
 log() { printf 'web: %s\n' "$*"; }
 die() { printf 'web: FAIL: %s\n' "$*" >&2; exit 1; }
 
+command -v npm >/dev/null 2>&1 || die "Node.js 20+ and npm are needed (playwright-core)"
 if [ ! -x /usr/bin/chromium ]; then
     log "apt-get install chromium"
     DEBIAN_FRONTEND=noninteractive apt-get update -qq
