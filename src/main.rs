@@ -100,8 +100,8 @@ struct ServeArgs {
     #[arg(long, env = "TAVLI_REQUEST_TIMEOUT_SECONDS", default_value_t = 30.0)]
     request_timeout_seconds: f64,
     /// Compress responses (gzip, else zstd) for clients that accept it (true or
-    /// false); compressed requests are accepted either way.
-    #[arg(long, env = "TAVLI_COMPRESS_RESPONSES", default_value_t = true,
+    /// false; costs server CPU); compressed requests are accepted either way.
+    #[arg(long, env = "TAVLI_COMPRESS_RESPONSES", default_value_t = false,
           action = clap::ArgAction::Set, value_name = "BOOL")]
     compress_responses: bool,
     /// Serve the analysis page (board, plays ranked by equity, over gRPC-Web) on

@@ -409,12 +409,17 @@ fn tls_flags_report_bad_files() {
 
 // ------------------------------------------------------------------ compression
 
-/// gzip and zstd requests are accepted on the hand-mounted ListLegalPlays route and
-/// on generated methods; responses come back compressed with the encoding the
-/// client accepts, and carry the same plays as an uncompressed call.
+/// With `compress_responses`, gzip and zstd requests are accepted on the
+/// hand-mounted ListLegalPlays route and on generated methods; responses come back
+/// compressed with the encoding the client accepts, and carry the same plays as an
+/// uncompressed call.
 #[tokio::test]
 async fn compressed_requests_and_responses() {
-    let server = TestServer::start(ServerConfig::default()).await;
+    let server = TestServer::start(ServerConfig {
+        compress_responses: true,
+        ..ServerConfig::default()
+    })
+    .await;
     let ch = server.channel().await;
     let plain = TavliEngineClient::new(ch.clone())
         .list_legal_plays(portes_start_plays(6, 5))
@@ -501,24 +506,23 @@ async fn unknown_request_encoding_is_unimplemented() {
     server.shutdown().await;
 }
 
-/// With `compress_responses: false` a client that accepts gzip gets plain answers;
-/// its gzip requests are still accepted.
+/// By default (`compress_responses: false`) a client that accepts gzip gets plain
+/// answers; its gzip and zstd requests are accepted.
 #[tokio::test]
-async fn responses_uncompressed_when_turned_off() {
-    let server = TestServer::start(ServerConfig {
-        compress_responses: false,
-        ..ServerConfig::default()
-    })
-    .await;
-    let mut c = TavliEngineClient::new(server.channel().await)
-        .send_compressed(CompressionEncoding::Gzip)
-        .accept_compressed(CompressionEncoding::Gzip);
-    let resp = c.list_legal_plays(portes_start_plays(6, 5)).await.unwrap();
-    assert!(resp.metadata().get("grpc-encoding").is_none());
-    assert_eq!(
-        answer_plays(resp.get_ref()),
-        core_plays(&portes_start(), 6, 5)
-    );
+async fn responses_uncompressed_by_default() {
+    let server = TestServer::start(ServerConfig::default()).await;
+    let ch = server.channel().await;
+    for encoding in [CompressionEncoding::Gzip, CompressionEncoding::Zstd] {
+        let mut c = TavliEngineClient::new(ch.clone())
+            .send_compressed(encoding)
+            .accept_compressed(encoding);
+        let resp = c.list_legal_plays(portes_start_plays(6, 5)).await.unwrap();
+        assert!(resp.metadata().get("grpc-encoding").is_none());
+        assert_eq!(
+            answer_plays(resp.get_ref()),
+            core_plays(&portes_start(), 6, 5)
+        );
+    }
     server.shutdown().await;
 }
 

@@ -68,7 +68,7 @@ impl EngineRoutes {
     }
 
     /// With `on`, responses are compressed (gzip, else zstd) when the client's
-    /// `grpc-accept-encoding` lists one of them; without, always sent uncompressed.
+    /// `grpc-accept-encoding` lists one of them; `false` leaves them uncompressed.
     pub fn send_compressed(mut self, on: bool) -> EngineRoutes {
         if on {
             for e in ENCODINGS {

@@ -37,7 +37,8 @@ def channel(args):
 
 def run(stub):
     dice = pb.Dice(die1=3, die2=1)
-    # A gzip-compressed request; the server answers in gzip too (grpcio accepts it).
+    # A gzip-compressed request (the server accepts gzip and zstd; it compresses its
+    # answers only with --compress-responses true).
     plays = stub.ListLegalPlays(
         pb.ListLegalPlaysRequest(position_id=PORTES_START, dice=dice),
         timeout=10,
