@@ -759,3 +759,59 @@ async fn grpc_web_calls() {
     );
     server.shutdown().await;
 }
+
+/// The page's connections are bounded: beyond `max_connections` a new connection
+/// waits (unanswered) until one closes, and a connection that sends nothing is
+/// closed after `idle_timeout`.
+#[tokio::test]
+async fn web_connections_are_bounded() {
+    use tavli_engine::service::route::EngineRoutes;
+    use tavli_engine::service::TavliEngineService;
+    use tavli_engine::web::{serve_with_limits, WebLimits};
+    use tokio::net::TcpStream;
+
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let engine = EngineRoutes::new(TavliEngineService::new(None, 2, None), 1 << 20);
+    let limits = WebLimits {
+        max_connections: 2,
+        idle_timeout: Duration::from_millis(500),
+    };
+    let (tx, rx) = oneshot::channel::<()>();
+    let task = tokio::spawn(serve_with_limits(listener, engine, limits, async {
+        let _ = rx.await;
+    }));
+
+    // Two silent connections take both permits.
+    let first = TcpStream::connect(addr).await.unwrap();
+    let mut second = TcpStream::connect(addr).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let mut third = TcpStream::connect(addr).await.unwrap();
+    third
+        .write_all(b"GET /style.css HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+        .await
+        .unwrap();
+    let mut buf = [0u8; 64];
+    let waited = tokio::time::timeout(Duration::from_millis(250), third.read(&mut buf)).await;
+    assert!(
+        waited.is_err(),
+        "the third connection was served beside two others"
+    );
+
+    // The silent ones are closed after the idle timeout (EOF), and the third is
+    // served then.
+    let n = tokio::time::timeout(Duration::from_secs(5), second.read(&mut buf))
+        .await
+        .expect("an idle connection stays open")
+        .unwrap();
+    assert_eq!(n, 0);
+    let mut answer = Vec::new();
+    tokio::time::timeout(Duration::from_secs(5), third.read_to_end(&mut answer))
+        .await
+        .expect("the waiting connection was never served")
+        .unwrap();
+    assert!(answer.starts_with(b"HTTP/1.1 200 OK\r\n"));
+    drop(first);
+    let _ = tx.send(());
+    task.await.unwrap().unwrap();
+}
