@@ -338,6 +338,13 @@ async fn mutual_tls_accepts_only_clients_signed_by_the_client_ca() {
         };
         assert!(error.contains(alert), "{alert}: {error}");
     }
+    // The refusals left the server serving its clients.
+    let resp = c
+        .list_legal_plays(portes_start_plays(3, 1))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(answer_plays(&resp), core_plays(&portes_start(), 3, 1));
     server.shutdown().await;
 }
 
