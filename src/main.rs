@@ -99,7 +99,7 @@ struct ServeArgs {
     /// Server-side limit per RPC in seconds, on top of the client's deadline (0: none).
     #[arg(long, env = "TAVLI_REQUEST_TIMEOUT_SECONDS", default_value_t = 30.0)]
     request_timeout_seconds: f64,
-    /// Compress responses (gzip, else zstd) for clients that accept it (true or
+    /// Compress responses (gzip or zstd) for clients that accept it (true or
     /// false; costs server CPU); compressed requests are accepted either way.
     #[arg(long, env = "TAVLI_COMPRESS_RESPONSES", default_value_t = false,
           action = clap::ArgAction::Set, value_name = "BOOL")]

@@ -20,7 +20,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use tonic::body::Body;
-use tonic::codec::{Codec, CompressionEncoding, EnabledCompressionEncodings, EncodeBuf, Encoder};
+use tonic::codec::{Codec, CompressionEncoding, EncodeBuf, Encoder};
 use tonic::server::{Grpc, NamedService, UnaryService};
 use tonic::{Request, Response, Status};
 use tonic_prost::ProstDecoder;
@@ -34,13 +34,11 @@ pub struct EngineRoutes {
     service: Arc<TavliEngineService>,
     generated: TavliEngineServer<TavliEngineService>,
     max_message_bytes: usize,
-    /// Request encodings accepted (gzip, zstd).
-    accept: EnabledCompressionEncodings,
-    /// Response encodings offered (none until [`EngineRoutes::send_compressed`]).
-    send: EnabledCompressionEncodings,
+    /// Responses compressed for clients that accept it ([`EngineRoutes::send_compressed`]).
+    send_compressed: bool,
 }
 
-/// The compressions tonic offers, in the server's order of preference.
+/// The compressions accepted on requests and, when turned on, used for responses.
 const ENCODINGS: [CompressionEncoding; 2] = [CompressionEncoding::Gzip, CompressionEncoding::Zstd];
 
 impl EngineRoutes {
@@ -50,34 +48,41 @@ impl EngineRoutes {
     /// uncompressed.
     pub fn new(service: TavliEngineService, max_message_bytes: usize) -> EngineRoutes {
         let service = Arc::new(service);
-        let mut accept = EnabledCompressionEncodings::default();
-        let mut generated = TavliEngineServer::from_arc(service.clone())
-            .max_decoding_message_size(max_message_bytes)
-            .max_encoding_message_size(max_message_bytes);
-        for e in ENCODINGS {
-            accept.enable(e);
-            generated = generated.accept_compressed(e);
-        }
         EngineRoutes {
-            generated,
+            generated: generated(&service, max_message_bytes, false),
             service,
             max_message_bytes,
-            accept,
-            send: EnabledCompressionEncodings::default(),
+            send_compressed: false,
         }
     }
 
-    /// With `on`, responses are compressed (gzip, else zstd) when the client's
-    /// `grpc-accept-encoding` lists one of them; `false` leaves them uncompressed.
+    /// With `on`, a response is compressed with the first of gzip and zstd that the
+    /// client's `grpc-accept-encoding` lists (none: uncompressed); `false` leaves
+    /// every response uncompressed.
     pub fn send_compressed(mut self, on: bool) -> EngineRoutes {
-        if on {
-            for e in ENCODINGS {
-                self.send.enable(e);
-                self.generated = self.generated.send_compressed(e);
-            }
-        }
+        self.generated = generated(&self.service, self.max_message_bytes, on);
+        self.send_compressed = on;
         self
     }
+}
+
+/// The generated server for the other methods: the message-size limit, gzip and
+/// zstd requests accepted, and responses compressed when `send_compressed`.
+fn generated(
+    service: &Arc<TavliEngineService>,
+    max_message_bytes: usize,
+    send_compressed: bool,
+) -> TavliEngineServer<TavliEngineService> {
+    let mut server = TavliEngineServer::from_arc(service.clone())
+        .max_decoding_message_size(max_message_bytes)
+        .max_encoding_message_size(max_message_bytes);
+    for e in ENCODINGS {
+        server = server.accept_compressed(e);
+        if send_compressed {
+            server = server.send_compressed(e);
+        }
+    }
+    server
 }
 
 impl NamedService for EngineRoutes {
@@ -104,12 +109,16 @@ where
             return Box::pin(self.generated.call(req));
         }
         let method = ListLegalPlays(self.service.clone());
-        let mut grpc = Grpc::new(EncodedCodec)
-            .apply_compression_config(self.accept, self.send)
-            .apply_max_message_size_config(
-                Some(self.max_message_bytes),
-                Some(self.max_message_bytes),
-            );
+        let mut grpc = Grpc::new(EncodedCodec).apply_max_message_size_config(
+            Some(self.max_message_bytes),
+            Some(self.max_message_bytes),
+        );
+        for e in ENCODINGS {
+            grpc = grpc.accept_compressed(e);
+            if self.send_compressed {
+                grpc = grpc.send_compressed(e);
+            }
+        }
         Box::pin(async move { Ok(grpc.unary(method, req).await) })
     }
 }

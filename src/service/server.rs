@@ -41,8 +41,8 @@ pub struct ServerConfig {
     /// TLS, or mutual TLS with a client CA, on the gRPC port ([`super::tls`]);
     /// `None` (the default): plaintext.
     pub tls: Option<ServerTlsConfig>,
-    /// Compress responses (gzip, else zstd) for clients whose
-    /// `grpc-accept-encoding` lists one (default false: it costs 2.4 times the
+    /// Compress responses (with the first of gzip and zstd that the client's
+    /// `grpc-accept-encoding` lists) (default false: it costs 2.4 times the
     /// server CPU of a 16 KB ListLegalPlays answer, docs/performance.md, and
     /// grpcio and grpc-js list gzip by default). Compressed requests are accepted
     /// either way.
