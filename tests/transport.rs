@@ -91,6 +91,20 @@ fn portes_start_plays(d1: u32, d2: u32) -> pb::ListLegalPlaysRequest {
     }
 }
 
+/// ApplyPlay of 8/5 6/5 with 3-1 at the Portes start (R4: makes the 5 point).
+fn apply_8_5_6_5() -> pb::ApplyPlayRequest {
+    pb::ApplyPlayRequest {
+        position: Some(apply_play_request::Position::PositionId(
+            PORTES_START.into(),
+        )),
+        dice: Some(pb::Dice { die1: 3, die2: 1 }),
+        play: Some(apply_play_request::Play::Notation("8/5 6/5".into())),
+    }
+}
+
+/// The position after [`apply_8_5_6_5`].
+const AFTER_8_5_6_5: &str = "portes/b/24:2,13:5,8:2,6:4,5:2/1:2,12:5,17:3,19:5";
+
 /// (notation, resulting Position ID) of every legal play, from the rules core.
 fn core_plays(pos: &Position, d1: u8, d2: u8) -> Vec<(String, String)> {
     rules::legal_plays(pos, Dice::new(d1, d2).unwrap())
@@ -297,21 +311,8 @@ async fn mutual_tls_accepts_only_clients_signed_by_the_client_ca() {
         .unwrap()
         .into_inner();
     assert_eq!(answer_plays(&resp), core_plays(&portes_start(), 6, 5));
-    let applied = c
-        .apply_play(pb::ApplyPlayRequest {
-            position: Some(apply_play_request::Position::PositionId(
-                PORTES_START.into(),
-            )),
-            dice: Some(pb::Dice { die1: 3, die2: 1 }),
-            play: Some(apply_play_request::Play::Notation("8/5 6/5".into())),
-        })
-        .await
-        .unwrap()
-        .into_inner();
-    assert_eq!(
-        applied.position.unwrap().position_id,
-        "portes/b/24:2,13:5,8:2,6:4,5:2/1:2,12:5,17:3,19:5"
-    );
+    let applied = c.apply_play(apply_8_5_6_5()).await.unwrap().into_inner();
+    assert_eq!(applied.position.unwrap().position_id, AFTER_8_5_6_5);
 
     // No client certificate, or one from a CA the server does not trust: the
     // server ends the handshake with a TLS alert, before any RPC.
@@ -449,20 +450,11 @@ async fn compressed_requests_and_responses() {
         assert_eq!(answer_plays(resp.get_ref()), want, "{name}");
 
         // A generated method: ApplyPlay (R4: 8/5 6/5 makes the 5 point).
-        let applied = c
-            .apply_play(pb::ApplyPlayRequest {
-                position: Some(apply_play_request::Position::PositionId(
-                    PORTES_START.into(),
-                )),
-                dice: Some(pb::Dice { die1: 3, die2: 1 }),
-                play: Some(apply_play_request::Play::Notation("8/5 6/5".into())),
-            })
-            .await
-            .unwrap();
+        let applied = c.apply_play(apply_8_5_6_5()).await.unwrap();
         assert_eq!(applied.metadata().get("grpc-encoding").unwrap(), name);
         assert_eq!(
             applied.into_inner().position.unwrap().position_id,
-            "portes/b/24:2,13:5,8:2,6:4,5:2/1:2,12:5,17:3,19:5"
+            AFTER_8_5_6_5
         );
     }
 
@@ -738,24 +730,10 @@ async fn grpc_web_calls() {
         .windows(2)
         .all(|w| w[0].equity >= w[1].equity));
 
-    let (msg, trailers) = grpc_web(
-        server.web,
-        "ApplyPlay",
-        &pb::ApplyPlayRequest {
-            position: Some(apply_play_request::Position::PositionId(
-                PORTES_START.into(),
-            )),
-            dice: Some(pb::Dice { die1: 3, die2: 1 }),
-            play: Some(apply_play_request::Play::Notation("8/5 6/5".into())),
-        },
-    )
-    .await;
+    let (msg, trailers) = grpc_web(server.web, "ApplyPlay", &apply_8_5_6_5()).await;
     assert_eq!(trailers, "grpc-status:0\r\n");
     let applied = pb::ApplyPlayResponse::decode(msg.unwrap().as_slice()).unwrap();
-    assert_eq!(
-        applied.position.unwrap().position_id,
-        "portes/b/24:2,13:5,8:2,6:4,5:2/1:2,12:5,17:3,19:5"
-    );
+    assert_eq!(applied.position.unwrap().position_id, AFTER_8_5_6_5);
 
     let (msg, trailers) = grpc_web(server.web, "ListLegalPlays", &portes_start_plays(7, 1)).await;
     assert!(msg.is_none());

@@ -58,6 +58,34 @@ impl Default for WebLimits {
     }
 }
 
+/// A gRPC service as tonic's server runs it (e.g. the layered
+/// [`crate::service::route::EngineRoutes`]): the bound of [`router`] and [`serve`].
+pub trait GrpcService:
+    tower::Service<
+        http::Request<tonic::body::Body>,
+        Response = http::Response<tonic::body::Body>,
+        Error = Infallible,
+        Future: Send + 'static,
+    > + Clone
+    + Send
+    + Sync
+    + 'static
+{
+}
+
+impl<S> GrpcService for S where
+    S: tower::Service<
+            http::Request<tonic::body::Body>,
+            Response = http::Response<tonic::body::Body>,
+            Error = Infallible,
+            Future: Send + 'static,
+        > + Clone
+        + Send
+        + Sync
+        + 'static
+{
+}
+
 /// One embedded file of the page.
 struct Asset {
     path: &'static str,
@@ -122,21 +150,11 @@ fn asset_response(a: &'static Asset) -> Response {
         .into_response()
 }
 
-/// The page's router: the embedded files, and the engine service `grpc` (a service
-/// speaking gRPC over `http::Request<tonic::body::Body>`, such as the layered
-/// [`crate::service::route::EngineRoutes`]) behind tonic-web's gRPC-Web translation
-/// at `/tavli.v1.TavliEngine/{method}`.
+/// The page's router: the embedded files, and the engine service `grpc` behind
+/// tonic-web's gRPC-Web translation at `/tavli.v1.TavliEngine/{method}`.
 pub fn router<S>(grpc: S) -> axum::Router
 where
-    S: tower::Service<
-            http::Request<tonic::body::Body>,
-            Response = http::Response<tonic::body::Body>,
-            Error = Infallible,
-        > + Clone
-        + Send
-        + Sync
-        + 'static,
-    S::Future: Send + 'static,
+    S: GrpcService,
 {
     let grpc_web = tower::ServiceBuilder::new()
         .layer(tonic_web::GrpcWebLayer::new())
@@ -159,15 +177,7 @@ pub async fn serve<S>(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()>
 where
-    S: tower::Service<
-            http::Request<tonic::body::Body>,
-            Response = http::Response<tonic::body::Body>,
-            Error = Infallible,
-        > + Clone
-        + Send
-        + Sync
-        + 'static,
-    S::Future: Send + 'static,
+    S: GrpcService,
 {
     serve_with_limits(listener, grpc, WebLimits::default(), shutdown).await
 }
@@ -180,15 +190,7 @@ pub async fn serve_with_limits<S>(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()>
 where
-    S: tower::Service<
-            http::Request<tonic::body::Body>,
-            Response = http::Response<tonic::body::Body>,
-            Error = Infallible,
-        > + Clone
-        + Send
-        + Sync
-        + 'static,
-    S::Future: Send + 'static,
+    S: GrpcService,
 {
     let listener = BoundedListener {
         inner: listener,
