@@ -8,9 +8,14 @@
 //! tavli-engine eval  --position <ID> [--dice 6-5] [--plies 1]
 //! tavli-engine start --variant plakoto
 //! tavli-engine show  --position <ID>             # the board as text
+//! tavli-engine analyze match.mat [--plies 1] [--json] [--svg game.svg]
 //! ```
 //!
 //! `--position` takes a Position ID or a GNU Backgammon ID with `--side`.
+
+mod cli {
+    pub mod analyze;
+}
 
 use clap::{Args, Parser, Subcommand};
 use std::fmt::Write as _;
@@ -69,6 +74,8 @@ enum Command {
     Start(StartArgs),
     /// Draw a position as a text board (printed numbering, as GNU Backgammon does).
     Show(ShowArgs),
+    /// Analyse a game or match record: every play's error, every roll's luck.
+    Analyze(cli::analyze::AnalyzeArgs),
 }
 
 #[derive(Args, Debug, Clone)]
@@ -231,6 +238,7 @@ fn main() -> ExitCode {
         Some(Command::Eval(a)) => eval(a).and_then(emit),
         Some(Command::Start(a)) => start(a).and_then(emit),
         Some(Command::Show(a)) => show(a).and_then(emit),
+        Some(Command::Analyze(a)) => cli::analyze::run(a, service(true)).and_then(emit),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -57,6 +57,7 @@ const KNOWN: &[(&str, &[&str])] = &[
             "GetStartingPosition",
             "ResolveOpeningRoll",
             "AdvanceMatch",
+            "AnalyzeGame",
         ],
     ),
     ("grpc.health.v1.Health", &["Check", "Watch", "List"]),

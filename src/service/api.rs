@@ -56,6 +56,16 @@ impl TavliEngineService {
         }
     }
 
+    /// The evaluator behind `Evaluate` and `AnalyzeGame`, if any.
+    pub(crate) fn evaluator(&self) -> Option<&Arc<dyn PositionEvaluator>> {
+        self.evaluator.as_ref()
+    }
+
+    /// The deepest search this service accepts.
+    pub(crate) fn max_plies(&self) -> u8 {
+        self.max_plies
+    }
+
     /// `ListLegalPlays`: every legal play (R3–R8), each with its whole resulting
     /// position, or with its Position ID only when `detail` is `PLAY_DETAIL_COMPACT`.
     /// Errors: invalid position or dice (R9), unknown `detail`, game over.
@@ -394,5 +404,19 @@ impl pb::tavli_engine_server::TavliEngine for TavliEngineService {
         request: Request<pb::AdvanceMatchRequest>,
     ) -> Result<Response<pb::AdvanceMatchResponse>, Status> {
         respond(TavliEngineService::advance_match(self, request.get_ref()))
+    }
+
+    type AnalyzeGameStream = super::analyze::CancelOnDrop;
+
+    async fn analyze_game(
+        &self,
+        request: Request<pb::AnalyzeGameRequest>,
+    ) -> Result<Response<Self::AnalyzeGameStream>, Status> {
+        let deadline = request.extensions().get::<Deadline>().map(|d| d.0);
+        // Reading and replaying the record is quick; an error is the RPC's status.
+        let prepared = self.prepare_analysis(request.get_ref())?;
+        Ok(Response::new(super::analyze::spawn_analysis(
+            prepared, deadline,
+        )))
     }
 }

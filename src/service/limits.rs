@@ -2,7 +2,8 @@
 //!
 //! - [`ConcurrencyLimitLayer`]: at most N RPCs at once; the next one is answered
 //!   `RESOURCE_EXHAUSTED` at once (not queued). Health checks and reflection are
-//!   exempt, so probes still answer under load.
+//!   exempt, so probes still answer under load. An RPC holds its place until its
+//!   response body ends, so a streaming RPC (`AnalyzeGame`) counts while it streams.
 //! - [`DeadlineLayer`]: honours the client's `grpc-timeout` (and an optional server
 //!   limit): the RPC is answered `DEADLINE_EXCEEDED` when it passes, and the deadline
 //!   is put in the request extensions as [`Deadline`] for handlers (evaluation).
@@ -93,9 +94,45 @@ where
         let fut = self.inner.call(req);
         Box::pin(async move {
             let r = fut.await;
-            drop(permit);
-            r
+            match permit {
+                // The place is given back when the response body ends (or is dropped).
+                Some(permit) => r.map(|resp| {
+                    resp.map(|body| {
+                        Body::new(PermitBody {
+                            inner: body,
+                            _permit: permit,
+                        })
+                    })
+                }),
+                None => r,
+            }
         })
+    }
+}
+
+/// A response body that holds its RPC's concurrency place until it is dropped.
+struct PermitBody {
+    inner: Body,
+    _permit: tokio::sync::OwnedSemaphorePermit,
+}
+
+impl http_body::Body for PermitBody {
+    type Data = bytes::Bytes;
+    type Error = Status;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<bytes::Bytes>, Status>>> {
+        Pin::new(&mut self.inner).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
     }
 }
 

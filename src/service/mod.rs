@@ -8,6 +8,7 @@
 //! - [`error`]: [`ServiceError`] and the one mapping of rules and evaluation errors to
 //!   `tonic::Status` (with `google.rpc.BadRequest` / `google.rpc.ErrorInfo` details).
 //! - [`api`]: [`TavliEngineService`], one method per RPC, also used by the CLI.
+//! - [`analyze`]: `AnalyzeGame`, the server-streaming analysis of a game record.
 //! - [`limits`]: the concurrency limit (`RESOURCE_EXHAUSTED`) and deadline layers.
 //! - [`wire`]: the ListLegalPlays response written as protobuf bytes straight from the
 //!   rules core, and [`route`]: the engine service with that method answered from them.
@@ -15,6 +16,7 @@
 //! - [`tls`]: TLS and mutual TLS on the gRPC port (flags, PEM files).
 //! - [`json`]: proto3 JSON output (the shape grpcurl prints), for the CLI.
 
+pub mod analyze;
 pub mod api;
 pub mod convert;
 pub mod error;
