@@ -509,7 +509,11 @@ pub async fn serve_with_web(
     // The page: HTTP/1.1, its gRPC-Web calls through the same stack; it drains and
     // stops with the gRPC port.
     let web_task = web.map(|listener| {
-        let h1 = h1.clone();
+        // hyper's header timer starts as soon as a connection waits for a request
+        // (kept-alive ones too): no shorter than the idle timeout, which is the
+        // registry's to enforce (after the handshake timeout for the first byte).
+        let mut h1 = h1.clone();
+        h1.header_read_timeout(config.handshake_timeout.max(config.web_idle_timeout));
         tokio::spawn(conn::run_listener(
             listener,
             web_registry.clone(),
