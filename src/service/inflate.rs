@@ -26,9 +26,11 @@
 //! own message limit ([`super::server::SMALL_MESSAGE_BYTES`]) bounds what tonic
 //! inflates for them.
 
-use super::buffers::{buffers_full, Charge};
+use super::buffers::{buffers_full, Budget, Charge};
+use super::conn::ConnState;
 use bytes::Bytes;
 use std::io::{self, Read, Write};
+use std::sync::Arc;
 use tonic::Status;
 
 /// A request encoding inflated here.
@@ -198,6 +200,20 @@ pub fn inflate_body(
     Ok(Bytes::from(sink.out))
 }
 
+/// [`inflate_body`] with a new charge to `budget` and the connection `conn`, which
+/// the caller keeps with the body (the compressed body and its charge can go).
+pub fn inflate_request(
+    body: &[u8],
+    encoding: Encoding,
+    max_message: usize,
+    budget: &Arc<Budget>,
+    conn: Option<&Arc<ConnState>>,
+) -> Result<(Bytes, Charge), Status> {
+    let mut charge = Charge::try_new(budget, conn, 0, false).ok_or_else(buffers_full)?;
+    let body = inflate_body(body, encoding, max_message, &mut charge)?;
+    Ok((body, charge))
+}
+
 fn fail_status(sink: &Sink, max_message: usize) -> Status {
     match sink.fail {
         Some(Fail::Buffers) => buffers_full(),
@@ -211,8 +227,6 @@ fn fail_status(sink: &Sink, max_message: usize) -> Status {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::service::buffers::Budget;
-    use std::sync::Arc;
 
     fn frame(flag: u8, data: &[u8]) -> Vec<u8> {
         let mut f = vec![flag];
@@ -233,8 +247,7 @@ mod tests {
         max: usize,
         budget: &Arc<Budget>,
     ) -> Result<(Bytes, Charge), Status> {
-        let mut charge = Charge::try_new(budget, None, 0, false).unwrap();
-        inflate_body(body, enc, max, &mut charge).map(|b| (b, charge))
+        inflate_request(body, enc, max, budget, None)
     }
 
     /// A gzip and a zstd message come out as the same message uncompressed (flag

@@ -1,7 +1,8 @@
 //! Tower layers and limits that protect the server (issue #11):
 //!
 //! - [`AdmissionLayer`]: reads a unary request's body (within the request-body
-//!   timeout, charged to the buffers of [`super::buffers`]) and only then takes a
+//!   timeout, charged to the buffers of [`super::buffers`]; a compressed one is
+//!   inflated under the same limits, [`super::inflate`]) and only then takes a
 //!   permit: one of the engine's `--concurrency-limit` for `tavli.v1.TavliEngine`
 //!   (and unknown paths), one of `--streaming-limit` for the long-lived streams
 //!   (health `Watch`, reflection); health `Check` needs none and is not charged to
@@ -24,7 +25,7 @@
 use super::buffers::{self, Budget, Charge, ChargedBody};
 use super::conn::{ConnState, StreamGuard};
 use super::error::ServiceError;
-use super::inflate::{inflate_body, Encoding};
+use super::inflate::{inflate_request, Encoding};
 use crate::eval::{CancelToken, MAX_PLIES};
 use crate::telemetry::Metrics;
 use bytes::{Bytes, BytesMut};
@@ -370,28 +371,21 @@ where
                     Class::Probe => (None, SMALL_MESSAGE_BYTES.min(config.max_message_bytes)),
                     _ => (Some(&layer.budget), config.max_message_bytes),
                 };
+                let encoding = Encoding::of(&parts.headers);
                 let read = read_body(body, max, budget, conn.as_ref());
-                let read = match tokio::time::timeout(config.body_timeout, read).await {
+                let read = tokio::time::timeout(config.body_timeout, read).await;
+                let read = match (read, encoding) {
                     // A compressed engine request is inflated now, charged to the
                     // buffers, and goes on uncompressed.
-                    Ok(Ok((bytes, charge))) => match Encoding::of(&parts.headers) {
-                        Some(encoding) if class == Class::Engine => {
-                            let inflated = Charge::try_new(&layer.budget, conn.as_ref(), 0, false)
-                                .ok_or_else(buffers::buffers_full)
-                                .and_then(|mut out| {
-                                    inflate_body(&bytes, encoding, max, &mut out)
-                                        .map(|b| (b, Some(out)))
-                                });
-                            if inflated.is_ok() {
-                                parts.headers.remove("grpc-encoding");
-                            }
-                            drop((bytes, charge));
-                            Ok(inflated)
+                    (Ok(Ok((bytes, _compressed))), Some(encoding)) if class == Class::Engine => {
+                        let inflated =
+                            inflate_request(&bytes, encoding, max, &layer.budget, conn.as_ref());
+                        if inflated.is_ok() {
+                            parts.headers.remove("grpc-encoding");
                         }
-                        _ => Ok(Ok((bytes, charge))),
-                    },
-                    Ok(Err(status)) => Ok(Err(status)),
-                    Err(elapsed) => Err(elapsed),
+                        Ok(inflated.map(|(body, charge)| (body, Some(charge))))
+                    }
+                    (read, _) => read,
                 };
                 match read {
                     Ok(Ok((bytes, charge))) => (AdmittedBody::Read(Some(bytes)), charge),
