@@ -682,6 +682,61 @@ async fn web_page_is_served() {
     }
     let (status, _, _) = http(server.web, "GET", "/nothing-here", &[], b"").await;
     assert_eq!(status, "HTTP/1.1 404 Not Found");
+    let (status, headers, _) = http(server.web, "POST", "/", &[], b"x").await;
+    assert_eq!(status, "HTTP/1.1 405 Method Not Allowed");
+    assert_eq!(header(&headers, "allow"), Some("GET, HEAD"));
+    server.shutdown().await;
+}
+
+/// The page's gRPC-Web calls and the gRPC port share one concurrency limit: with
+/// `concurrency_limit: 1` and a long 2-ply `Evaluate` running over gRPC, a gRPC-Web
+/// call is refused `RESOURCE_EXHAUSTED` by the same admission, and served once the
+/// search has been cancelled.
+#[tokio::test]
+async fn grpc_web_calls_share_the_concurrency_limit() {
+    let server = TestServer::start(ServerConfig {
+        concurrency_limit: 1,
+        evaluator: Some(std::sync::Arc::new(
+            tavli_engine::eval::engine::Engine::load_default(),
+        )),
+        ..ServerConfig::default()
+    })
+    .await;
+    // White spread one checker a point, 3-3: 1896 plays to rank at 2 plies (seconds).
+    const SPREAD: &str =
+        "portes/w/24:1,23:1,22:1,21:1,20:1,19:1,18:1,17:1,16:1,15:1,14:1,13:1,11:1,10:1,9:1/1:15";
+    let mut c = TavliEngineClient::new(server.channel().await);
+    let long = tokio::spawn(async move {
+        c.evaluate(pb::EvaluateRequest {
+            position: Some(evaluate_request::Position::PositionId(SPREAD.into())),
+            dice: Some(pb::Dice { die1: 3, die2: 3 }),
+            plies: 2,
+        })
+        .await
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!long.is_finished(), "the 2-ply search ended too soon");
+    let (msg, trailers) = grpc_web(server.web, "ListLegalPlays", &portes_start_plays(3, 1)).await;
+    assert!(msg.is_none());
+    assert_eq!(
+        trailers,
+        "grpc-status:8\r\ngrpc-message:server%20overloaded:%201%20requests%20already%20in%20flight;%20retry%20later\r\n"
+    );
+    // The client gives up: the search is cancelled and its permit returns.
+    long.abort();
+    let mut served = false;
+    for _ in 0..50 {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let (msg, trailers) =
+            grpc_web(server.web, "ListLegalPlays", &portes_start_plays(3, 1)).await;
+        if trailers == "grpc-status:0\r\n" {
+            let resp = pb::ListLegalPlaysResponse::decode(msg.unwrap().as_slice()).unwrap();
+            assert_eq!(answer_plays(&resp), core_plays(&portes_start(), 3, 1));
+            served = true;
+            break;
+        }
+    }
+    assert!(served, "the permit did not come back after the cancel");
     server.shutdown().await;
 }
 

@@ -591,14 +591,14 @@ pub async fn serve_with_web(
     if let Some(task) = web_task {
         let _ = task.await;
     }
-    let drained = async {
-        grpc_registry.wait_empty().await;
-        web_registry.wait_empty().await;
-    };
-    let both_empty = async {
+    // Both ports with RPCs (the page's gRPC-Web calls drain with the gRPC port's).
+    let all_empty = || async {
         tokio::join!(grpc_registry.wait_empty(), web_registry.wait_empty());
     };
-    if tokio::time::timeout(config.drain, drained).await.is_ok() {
+    if tokio::time::timeout(config.drain, all_empty())
+        .await
+        .is_ok()
+    {
         tracing::info!("drained; stopped");
     } else {
         tracing::warn!(
@@ -609,12 +609,9 @@ pub async fn serve_with_web(
         cancel.cancel();
         // The stopped searches answer UNAVAILABLE: a moment for those answers to go
         // out, then every connection is closed.
-        let _ = tokio::time::timeout(Duration::from_millis(200), both_empty).await;
+        let _ = tokio::time::timeout(Duration::from_millis(200), all_empty()).await;
         let _ = phase_tx.send(Phase::Stopped);
-        let _ = tokio::time::timeout(Duration::from_millis(300), async {
-            tokio::join!(grpc_registry.wait_empty(), web_registry.wait_empty());
-        })
-        .await;
+        let _ = tokio::time::timeout(Duration::from_millis(300), all_empty()).await;
     }
     let _ = phase_tx.send(Phase::Stopped);
     let _ = metrics_phase_tx.send(Phase::Stopped);

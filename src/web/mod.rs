@@ -139,11 +139,11 @@ where
 
     fn call(&mut self, req: Request<B>) -> Self::Future {
         let path = req.uri().path();
-        let grpc_prefix = path
+        let engine_method = path
             .strip_prefix('/')
             .and_then(|p| p.strip_prefix(crate::service::SERVICE_NAME))
             .is_some_and(|m| m.len() > 1 && m.starts_with('/') && !m[1..].contains('/'));
-        if grpc_prefix {
+        if engine_method {
             let mut grpc_web = self.grpc_web.clone();
             return Box::pin(async move {
                 std::future::poll_fn(|cx| grpc_web.poll_ready(cx)).await?;
