@@ -32,6 +32,7 @@ const PORTES_START: &str = "portes/w/24:2,13:5,8:3,6:5/1:2,12:5,17:3,19:5";
 
 struct TestServer {
     grpc: SocketAddr,
+    metrics: SocketAddr,
     web: SocketAddr,
     stop: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<Result<(), BoxError>>>,
@@ -43,12 +44,14 @@ impl TestServer {
         let metrics = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let web = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let (grpc_addr, web_addr) = (grpc.local_addr().unwrap(), web.local_addr().unwrap());
+        let metrics_addr = metrics.local_addr().unwrap();
         let (tx, rx) = oneshot::channel::<()>();
         let task = tokio::spawn(serve_with_web(config, grpc, metrics, Some(web), async {
             let _ = rx.await;
         }));
         TestServer {
             grpc: grpc_addr,
+            metrics: metrics_addr,
             web: web_addr,
             stop: Some(tx),
             task: Some(task),
@@ -75,6 +78,27 @@ impl TestServer {
             .connect_timeout(Duration::from_secs(5))
             .connect()
             .await
+    }
+
+    /// `tavli_connections_closed_total{listener="grpc",reason}` (0 when absent),
+    /// once it has reached `want` or after 2 s.
+    async fn grpc_closed(&self, reason: &str, want: u64) -> u64 {
+        let series =
+            format!("tavli_connections_closed_total{{listener=\"grpc\",reason=\"{reason}\"}} ");
+        let mut n = 0;
+        for _ in 0..40 {
+            let (_, _, body) = http(self.metrics, "GET", "/metrics", &[], b"").await;
+            let text = String::from_utf8(body).unwrap();
+            n = text
+                .lines()
+                .find_map(|l| l.strip_prefix(&series))
+                .map_or(0, |v| v.trim().parse().unwrap());
+            if n >= want {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        n
     }
 
     async fn shutdown(mut self) {
@@ -271,6 +295,8 @@ async fn tls_client_with_the_ca_gets_answers() {
             "{err:?}"
         );
     }
+    // That failed handshake is counted.
+    assert_eq!(server.grpc_closed("tls_handshake", 1).await, 1);
     server.shutdown().await;
 }
 
@@ -341,6 +367,8 @@ async fn mutual_tls_accepts_only_clients_signed_by_the_client_ca() {
         };
         assert!(error.contains(alert), "{alert}: {error}");
     }
+    // Both refusals are counted as failed handshakes.
+    assert_eq!(server.grpc_closed("tls_handshake", 2).await, 2);
     // The refusals left the server serving its clients.
     let resp = c
         .list_legal_plays(portes_start_plays(3, 1))

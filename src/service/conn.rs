@@ -682,7 +682,12 @@ async fn tls_handshake(
             r = accept.as_mut() => match r {
                 Ok(tls) => return Some(tls),
                 Err(e) => {
-                    registry.count_close(CloseReason::TlsHandshake);
+                    // A TLS error (rustls' errors are `InvalidData`): a bad client or
+                    // a refused certificate. A peer that went away (a TCP probe) is not
+                    // counted.
+                    if e.kind() == io::ErrorKind::InvalidData {
+                        registry.count_close(CloseReason::TlsHandshake);
+                    }
                     tracing::debug!(listener = registry.name, conn = state.id, error = %e, "TLS handshake failed");
                     return None;
                 }
