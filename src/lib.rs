@@ -5,11 +5,15 @@
 //! - [`eval`]: position evaluation (bear-off database, neural nets, n-ply).
 //! - [`service`]: the gRPC service `tavli.v1.TavliEngine` and its server.
 //! - [`telemetry`]: Prometheus metrics layer and tracing set-up.
+//! - [`board_text`]: a position drawn as a text board (`tavli-engine show`).
+//! - [`web`]: the analysis page (gRPC-Web), served with `--web-addr`.
 
 pub mod analysis;
+pub mod board_text;
 pub mod corpus;
 pub mod eval;
 pub mod record;
 pub mod rules;
 pub mod service;
 pub mod telemetry;
+pub mod web;

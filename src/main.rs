@@ -1,5 +1,5 @@
 //! `tavli-engine`: the gRPC server (the default, `serve`) and the same engine as a
-//! command-line tool (`plays`, `apply`, `eval`, `start`) for scripting.
+//! command-line tool (`plays`, `apply`, `eval`, `start`, `show`) for scripting.
 //!
 //! ```text
 //! tavli-engine                                   # serve gRPC :50051, metrics :9090
@@ -8,8 +8,11 @@
 //! tavli-engine eval  --position <ID> [--dice 6-5] [--plies 1]
 //! tavli-engine rollout --position <ID> [--dice 6-5] [--plies 0] [--trials 1296]
 //! tavli-engine start --variant plakoto
+//! tavli-engine show  --position <ID>             # the board as text
 //! tavli-engine analyze match.mat [--plies 1] [--json] [--svg game.svg]
 //! ```
+//!
+//! `--position` takes a Position ID or a GNU Backgammon ID with `--side`.
 
 mod cli {
     pub mod analyze;
@@ -25,6 +28,7 @@ use std::time::Duration;
 use tavli_engine::eval::{PositionEvaluator, MAX_PLIES};
 use tavli_engine::rules::{Dice, Side, Variant};
 use tavli_engine::service::server::{cpus, listen, MAX_SECONDS};
+use tavli_engine::service::tls::TlsArgs;
 use tavli_engine::service::{convert, json, pb, ServerConfig, ServiceError, TavliEngineService};
 use tavli_engine::telemetry::{init_tracing, LogFormat};
 
@@ -59,6 +63,8 @@ struct Cli {
     serve: ServeArgs,
 }
 
+// `Serve` is much the largest (every flag of the server), built once per process.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Serve gRPC and Prometheus metrics (the default).
@@ -73,6 +79,8 @@ enum Command {
     Rollout(cli::rollout::RolloutArgs),
     /// Print the starting position of a variant.
     Start(StartArgs),
+    /// Draw a position as a text board (printed numbering, as GNU Backgammon does).
+    Show(ShowArgs),
     /// Analyse a game or match record: every play's error, every roll's luck.
     Analyze(cli::analyze::AnalyzeArgs),
 }
@@ -120,7 +128,8 @@ struct ServeArgs {
     #[arg(long, env = "TAVLI_MAX_CONCURRENT_STREAMS",
           default_value_t = defaults().max_concurrent_streams)]
     max_concurrent_streams: u32,
-    /// Seconds from accept to the HTTP/2 preface (metrics port: to the request headers).
+    /// Seconds from accept to the HTTP/2 preface, the TLS handshake included (metrics
+    /// and page ports: to the request headers).
     #[arg(long, env = "TAVLI_HANDSHAKE_TIMEOUT_SECONDS", value_parser = seconds,
           default_value_t = defaults().handshake_timeout.as_secs_f64())]
     handshake_timeout_seconds: f64,
@@ -173,6 +182,27 @@ struct ServeArgs {
     #[arg(long, env = "TAVLI_METRICS_MAX_CONNECTIONS",
           default_value_t = defaults().metrics_max_connections)]
     metrics_max_connections: usize,
+    /// Compress responses (gzip or zstd) for clients that accept it (true or
+    /// false; costs server CPU); compressed requests are accepted either way.
+    #[arg(long, env = "TAVLI_COMPRESS_RESPONSES", default_value_t = false,
+          action = clap::ArgAction::Set, value_name = "BOOL")]
+    compress_responses: bool,
+    /// Serve the analysis page (board, plays ranked by equity, over gRPC-Web) on
+    /// this address, e.g. 127.0.0.1:8080. Default: off.
+    #[arg(long, env = "TAVLI_WEB_ADDR")]
+    web_addr: Option<SocketAddr>,
+    #[command(flatten)]
+    tls: TlsArgs,
+    /// Connections open at once on the analysis page's port (--web-addr); same
+    /// handshake and send timeouts as the gRPC port.
+    #[arg(long, env = "TAVLI_WEB_MAX_CONNECTIONS",
+          default_value_t = defaults().web_max_connections)]
+    web_max_connections: usize,
+    /// Seconds a connection of the analysis page may stay open with no request in
+    /// flight.
+    #[arg(long, env = "TAVLI_WEB_IDLE_TIMEOUT_SECONDS", value_parser = seconds,
+          default_value_t = defaults().web_idle_timeout.as_secs_f64())]
+    web_idle_timeout_seconds: f64,
 }
 
 /// The server's defaults (one source for the flags and the library).
@@ -193,12 +223,53 @@ fn seconds(s: &str) -> Result<f64, String> {
 #[derive(Args, Debug)]
 struct PositionArg {
     /// The position: a Position ID such as
-    /// portes/w/24:2,13:5,8:3,6:5/1:2,12:5,17:3,19:5 (see the README).
+    /// portes/w/24:2,13:5,8:3,6:5/1:2,12:5,17:3,19:5 (see the README), or a GNU
+    /// Backgammon ID such as 4HPwATDgc/ABMA with --side.
     #[arg(long, short)]
     position: String,
+    /// With a GNU Backgammon ID: the side on roll, white or black.
+    #[arg(long)]
+    side: Option<String>,
     /// Print proto3 JSON (the shape grpcurl prints) instead of text.
     #[arg(long)]
     json: bool,
+}
+
+/// `--position` as the request's position `oneof`.
+enum PositionText {
+    Id(String),
+    Gnubg(pb::GnubgPosition),
+}
+
+impl PositionArg {
+    /// A Position ID always has `:` (each side lists its checkers); a GNU Backgammon
+    /// ID never does.
+    fn input(&self) -> Result<PositionText, BoxError> {
+        let gnubg = !self.position.contains(':');
+        match (&self.side, gnubg) {
+            (None, false) => Ok(PositionText::Id(self.position.clone())),
+            (Some(_), false) => Err("side: only with a GNU Backgammon ID (a Position ID \
+                                     carries the side to move)"
+                .into()),
+            (None, true) => Err("side: a GNU Backgammon ID needs --side white or \
+                                 --side black (the side on roll)"
+                .into()),
+            (Some(side), true) => Ok(PositionText::Gnubg(pb::GnubgPosition {
+                id: self.position.clone(),
+                side_to_move: convert::side_to_pb(Some(parse_side(side)?)) as i32,
+            })),
+        }
+    }
+}
+
+/// The position `oneof` of the request message module `$m` from a [`PositionArg`].
+macro_rules! position_oneof {
+    ($m:ident, $arg:expr) => {
+        match $arg.input()? {
+            PositionText::Id(id) => pb::$m::Position::PositionId(id),
+            PositionText::Gnubg(g) => pb::$m::Position::Gnubg(g),
+        }
+    };
 }
 
 #[derive(Args, Debug)]
@@ -240,6 +311,12 @@ struct EvalArgs {
 }
 
 #[derive(Args, Debug)]
+struct ShowArgs {
+    #[command(flatten)]
+    pos: PositionArg,
+}
+
+#[derive(Args, Debug)]
 struct StartArgs {
     /// portes, plakoto or fevga.
     #[arg(long, short)]
@@ -262,6 +339,7 @@ fn main() -> ExitCode {
         Some(Command::Eval(a)) => eval(a).and_then(emit),
         Some(Command::Rollout(a)) => cli::rollout::run(a, service(true)).and_then(emit),
         Some(Command::Start(a)) => start(a).and_then(emit),
+        Some(Command::Show(a)) => show(a).and_then(emit),
         Some(Command::Analyze(a)) => cli::analyze::run(a, service(true)).and_then(emit),
     };
     match result {
@@ -312,6 +390,10 @@ fn serve(args: ServeArgs) -> Result<(), BoxError> {
         deep_search_queue: args.deep_search_queue,
         metrics_max_connections: args.metrics_max_connections,
         max_rollout_trials: args.max_rollout_trials,
+        tls: args.tls.load()?,
+        compress_responses: args.compress_responses,
+        web_max_connections: args.web_max_connections,
+        web_idle_timeout: secs(args.web_idle_timeout_seconds),
     };
     // A bad setting is an error at start-up (exit status 2), before anything runs.
     config.validate()?;
@@ -333,7 +415,13 @@ fn serve(args: ServeArgs) -> Result<(), BoxError> {
             .map_err(|e| format!("cannot listen on {} (gRPC): {e}", args.grpc_addr))?;
         let metrics = listen(args.metrics_addr)
             .map_err(|e| format!("cannot listen on {} (metrics): {e}", args.metrics_addr))?;
-        tavli_engine::service::serve(config, grpc, metrics, shutdown).await
+        let web = match args.web_addr {
+            Some(addr) => {
+                Some(listen(addr).map_err(|e| format!("cannot listen on {addr} (web): {e}"))?)
+            }
+            None => None,
+        };
+        tavli_engine::service::serve_with_web(config, grpc, metrics, web, shutdown).await
     });
     // serve has drained and cancelled the remaining work: do not wait on a search
     // that has yet to notice (the runtime would wait for its blocking threads).
@@ -379,9 +467,7 @@ fn position_id(p: &Option<pb::Position>) -> &str {
 
 fn plays(a: PlaysArgs) -> Result<String, BoxError> {
     let req = pb::ListLegalPlaysRequest {
-        position: Some(pb::list_legal_plays_request::Position::PositionId(
-            a.pos.position,
-        )),
+        position: Some(position_oneof!(list_legal_plays_request, a.pos)),
         dice: Some(dice_pb(&a.dice)?),
         detail: if a.compact {
             pb::PlayDetail::Compact
@@ -418,7 +504,7 @@ fn apply(a: ApplyArgs) -> Result<String, BoxError> {
         Play::Notation(a.play)
     };
     let req = pb::ApplyPlayRequest {
-        position: Some(pb::apply_play_request::Position::PositionId(a.pos.position)),
+        position: Some(position_oneof!(apply_play_request, a.pos)),
         dice: Some(dice_pb(&a.dice)?),
         play: Some(play),
     };
@@ -436,7 +522,7 @@ fn apply(a: ApplyArgs) -> Result<String, BoxError> {
 
 fn eval(a: EvalArgs) -> Result<String, BoxError> {
     let req = pb::EvaluateRequest {
-        position: Some(pb::evaluate_request::Position::PositionId(a.pos.position)),
+        position: Some(position_oneof!(evaluate_request, a.pos)),
         dice: a.dice.as_deref().map(dice_pb).transpose()?,
         plies: a.plies,
     };
@@ -465,11 +551,7 @@ fn start(a: StartArgs) -> Result<String, BoxError> {
             a.variant
         )
     })?;
-    let side = match a.side.to_ascii_lowercase().as_str() {
-        "white" | "w" => Side::White,
-        "black" | "b" => Side::Black,
-        other => return Err(format!("side: use white or black, not {other:?}").into()),
-    };
+    let side = parse_side(&a.side)?;
     let req = pb::GetStartingPositionRequest {
         variant: convert::variant_to_pb(variant) as i32,
         side_to_move: convert::side_to_pb(Some(side)) as i32,
@@ -480,4 +562,28 @@ fn start(a: StartArgs) -> Result<String, BoxError> {
     } else {
         Ok(format!("{}\n", position_id(&resp.position)))
     }
+}
+
+fn parse_side(text: &str) -> Result<Side, BoxError> {
+    match text.to_ascii_lowercase().as_str() {
+        "white" | "w" => Ok(Side::White),
+        "black" | "b" => Ok(Side::Black),
+        other => Err(format!("side: use white or black, not {other:?}").into()),
+    }
+}
+
+fn show(a: ShowArgs) -> Result<String, BoxError> {
+    use convert::PositionInput;
+    let input = a.pos.input()?;
+    let pos = convert::position_input(Some(match &input {
+        PositionText::Id(id) => PositionInput::Id(id),
+        PositionText::Gnubg(g) => PositionInput::Gnubg(g),
+    }))?;
+    if a.pos.json {
+        return Ok(print_json(
+            &convert::position_to_pb(&pos),
+            "tavli.v1.Position",
+        ));
+    }
+    Ok(tavli_engine::board_text::render(&pos))
 }

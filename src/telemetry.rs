@@ -12,8 +12,8 @@
 //! | `tavli_evaluation_plies` | histogram | `variant` | plies asked by Evaluate |
 //! | `tavli_evaluations_total` | counter | `evaluator`, `plies` | Evaluate answers by the evaluator that answered and the plies searched |
 //! | `tavli_build_info` | gauge | `version` | always 1 |
-//! | `tavli_connections` | gauge | `listener` (`grpc`, `metrics`) | connections open |
-//! | `tavli_connections_closed_total` | counter | `listener`, `reason` (`handshake_timeout`, `idle_timeout`, `send_timeout`, `evicted`, `refused`) | connections closed by a limit |
+//! | `tavli_connections` | gauge | `listener` (`grpc`, `metrics`, `web`) | connections open |
+//! | `tavli_connections_closed_total` | counter | `listener`, `reason` (`handshake_timeout`, `idle_timeout`, `send_timeout`, `evicted`, `refused`, `tls_handshake`) | connections closed by a limit (or a failed TLS handshake) |
 //! | `tavli_refused_total` | counter | `reason` (`concurrency`, `connection`, `streaming`, `deep_search`, `buffers`, `body_timeout`) | requests refused by a limit |
 //! | `tavli_buffered_bytes` | gauge | | request and response bytes held by the server |
 //! | `tavli_ready` | gauge | | 1 while `tavli.v1.TavliEngine` is `SERVING` (readiness) |
@@ -221,7 +221,7 @@ impl Metrics {
         let connections_closed = IntCounterVec::new(
             Opts::new(
                 "tavli_connections_closed_total",
-                "Connections closed by a limit (handshake, idle or send timeout, eviction at the connection limit, refusal).",
+                "Connections closed by a limit (handshake, idle or send timeout, eviction at the connection limit, refusal) or a failed TLS handshake.",
             ),
             &["listener", "reason"],
         )

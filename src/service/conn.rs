@@ -1,7 +1,8 @@
 //! Connections: the accept loop and what bounds a connection (issue #11).
 //!
-//! Both ports (gRPC over HTTP/2, metrics over HTTP/1.1) are served by [`run_listener`]
-//! with hyper's connection builders, so that every per-connection resource has a bound:
+//! Every port (gRPC over HTTP/2, metrics and the analysis page over HTTP/1.1) is
+//! served by [`run_listener`] with hyper's connection builders, so that every
+//! per-connection resource has a bound:
 //!
 //! - **Connection count**: at most [`ConnLimits::max_connections`] open. At the limit a
 //!   new connection still gets in by closing an idle one (first one that never sent
@@ -13,7 +14,10 @@
 //!   of descriptors for readiness ([`Registry::fd_exhausted_recently`]) and backs off
 //!   50 ms: no busy loop.
 //! - **Handshake**: a connection that has not sent its HTTP/2 preface (any request
-//!   bytes on HTTP/1.1) within [`ConnLimits::handshake_timeout`] is closed.
+//!   bytes on HTTP/1.1) within [`ConnLimits::handshake_timeout`] is closed. With TLS
+//!   ([`super::tls`]) the TLS handshake runs first, in the connection's task, and the
+//!   preface is read through it: one timeout for both, from the accept; a failed
+//!   handshake closes the connection (counted as `tls_handshake`).
 //! - **Idle**: a connection with no request in flight for
 //!   [`ConnLimits::idle_timeout`] gets a GOAWAY and is closed.
 //! - **Send stall**: a connection holding a response that has not been written within
@@ -161,6 +165,7 @@ enum CloseReason {
     SendTimeout,
     Evicted,
     Refused,
+    TlsHandshake,
 }
 
 impl CloseReason {
@@ -171,6 +176,7 @@ impl CloseReason {
             CloseReason::SendTimeout => "send_timeout",
             CloseReason::Evicted => "evicted",
             CloseReason::Refused => "refused",
+            CloseReason::TlsHandshake => "tls_handshake",
         }
     }
 }
@@ -465,10 +471,78 @@ impl Registry {
     }
 }
 
-/// A TCP stream that records on its [`ConnState`] when the preface has arrived.
+/// The byte stream of a connection: TCP, or TLS over TCP ([`super::tls`]).
+#[derive(Debug)]
+pub enum Transport {
+    /// Plaintext.
+    Plain(TcpStream),
+    /// TLS, after its handshake.
+    Tls(Box<tokio_rustls::server::TlsStream<TcpStream>>),
+}
+
+macro_rules! delegate {
+    ($self:ident, $io:ident => $e:expr) => {
+        match $self.get_mut() {
+            Transport::Plain($io) => {
+                let $io = Pin::new($io);
+                $e
+            }
+            Transport::Tls($io) => {
+                let $io = Pin::new(&mut **$io);
+                $e
+            }
+        }
+    };
+}
+
+impl AsyncRead for Transport {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        delegate!(self, io => io.poll_read(cx, buf))
+    }
+}
+
+impl AsyncWrite for Transport {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        delegate!(self, io => io.poll_write(cx, buf))
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        delegate!(self, io => io.poll_write_vectored(cx, bufs))
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        match self {
+            Transport::Plain(io) => io.is_write_vectored(),
+            Transport::Tls(io) => io.is_write_vectored(),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        delegate!(self, io => io.poll_flush(cx))
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        delegate!(self, io => io.poll_shutdown(cx))
+    }
+}
+
+/// A connection's stream (after TLS, if any) that records on its [`ConnState`]
+/// when the preface has arrived.
 #[derive(Debug)]
 pub struct TrackedStream {
-    io: TcpStream,
+    io: Transport,
     state: Arc<ConnState>,
     /// Bytes still to read before the preface is complete.
     preface_left: usize,
@@ -533,21 +607,25 @@ pub const HTTP2_PREFACE_LEN: usize = 24;
 
 /// Accepts connections on `listener` until `phase` leaves [`Phase::Serving`], and
 /// serves each with `serve(io, state)` (a hyper connection future) under the
-/// registry's limits. `preface_len`: bytes that make the preface
-/// ([`HTTP2_PREFACE_LEN`], or 1 for HTTP/1.1). `graceful` starts a connection's
-/// graceful shutdown (hyper's `graceful_shutdown`).
+/// registry's limits. With `tls`, the TLS handshake comes first, in the connection's
+/// task, under the same limits (counted, evictable, within the handshake timeout).
+/// `preface_len`: bytes that make the preface ([`HTTP2_PREFACE_LEN`], or 1 for
+/// HTTP/1.1), read after TLS. `graceful` starts a connection's graceful shutdown
+/// (hyper's `graceful_shutdown`).
 pub async fn run_listener<C, F, G>(
     listener: TcpListener,
     registry: Arc<Registry>,
+    tls: Option<tokio_rustls::TlsAcceptor>,
     preface_len: usize,
     serve: F,
     graceful: G,
     mut phase: watch::Receiver<Phase>,
 ) where
     C: Future + Send + 'static,
-    F: Fn(TrackedStream, Arc<ConnState>) -> C,
+    F: Fn(TrackedStream, Arc<ConnState>) -> C + Send + Sync + 'static,
     G: Fn(Pin<&mut C>) + Copy + Send + 'static,
 {
+    let serve = Arc::new(serve);
     loop {
         if *phase.borrow() != Phase::Serving {
             break;
@@ -575,14 +653,11 @@ pub async fn run_listener<C, F, G>(
             continue;
         };
         let _ = tcp.set_nodelay(true);
-        let io = TrackedStream {
-            io: tcp,
-            state: state.clone(),
-            preface_left: preface_len,
-        };
-        let conn = serve(io, state.clone());
         tokio::spawn(drive(
-            conn,
+            tcp,
+            tls.clone(),
+            preface_len,
+            serve.clone(),
             state,
             registry.clone(),
             graceful,
@@ -591,18 +666,84 @@ pub async fn run_listener<C, F, G>(
     }
 }
 
-/// Runs one connection under its watchdog until it ends, is closed by a limit, or the
-/// server stops.
-async fn drive<C, G>(
-    conn: C,
+/// Runs the TLS handshake of a connection under its watchdog: `None` when it failed,
+/// the connection was evicted, its handshake timeout passed, or the server stops.
+async fn tls_handshake(
+    accept: tokio_rustls::Accept<TcpStream>,
+    state: &ConnState,
+    registry: &Registry,
+    phase: &mut watch::Receiver<Phase>,
+) -> Option<tokio_rustls::server::TlsStream<TcpStream>> {
+    let mut accept = std::pin::pin!(accept);
+    let mut tick = tokio::time::interval(registry.tick());
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            r = accept.as_mut() => match r {
+                Ok(tls) => return Some(tls),
+                Err(e) => {
+                    // A TLS error (rustls' errors are `InvalidData`): a bad client or
+                    // a refused certificate. A peer that went away (a TCP probe) is not
+                    // counted.
+                    if e.kind() == io::ErrorKind::InvalidData {
+                        registry.count_close(CloseReason::TlsHandshake);
+                    }
+                    tracing::debug!(listener = registry.name, conn = state.id, error = %e, "TLS handshake failed");
+                    return None;
+                }
+            },
+            () = state.close.notified() => return None,
+            changed = phase.changed() => {
+                if changed.is_err() || *phase.borrow_and_update() != Phase::Serving {
+                    return None;
+                }
+            }
+            _ = tick.tick() => {
+                if let Some((reason, _)) = registry.verdict(state) {
+                    registry.count_close(reason);
+                    tracing::debug!(listener = registry.name, conn = state.id, reason = reason.label(), "closing connection");
+                    return None;
+                }
+            }
+        }
+    }
+}
+
+/// Runs one connection (its TLS handshake first, with `tls`) under its watchdog
+/// until it ends, is closed by a limit, or the server stops.
+#[allow(clippy::too_many_arguments)]
+async fn drive<C, F, G>(
+    tcp: TcpStream,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+    preface_len: usize,
+    serve: Arc<F>,
     state: Arc<ConnState>,
     registry: Arc<Registry>,
     graceful: G,
     mut phase: watch::Receiver<Phase>,
 ) where
     C: Future,
+    F: Fn(TrackedStream, Arc<ConnState>) -> C,
     G: Fn(Pin<&mut C>),
 {
+    let io = match tls {
+        None => Transport::Plain(tcp),
+        Some(acceptor) => {
+            match tls_handshake(acceptor.accept(tcp), &state, &registry, &mut phase).await {
+                Some(tls) => Transport::Tls(Box::new(tls)),
+                None => {
+                    registry.unregister(&state);
+                    return;
+                }
+            }
+        }
+    };
+    let io = TrackedStream {
+        io,
+        state: state.clone(),
+        preface_left: preface_len,
+    };
+    let conn = serve(io, state.clone());
     let mut conn = std::pin::pin!(conn);
     let mut tick = tokio::time::interval(registry.tick());
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);

@@ -1,7 +1,8 @@
 //! Tower layers and limits that protect the server (issue #11):
 //!
 //! - [`AdmissionLayer`]: reads a unary request's body (within the request-body
-//!   timeout, charged to the buffers of [`super::buffers`]) and only then takes a
+//!   timeout, charged to the buffers of [`super::buffers`]; a compressed one is
+//!   inflated under the same limits, [`super::inflate`]) and only then takes a
 //!   permit: one of the engine's `--concurrency-limit` for `tavli.v1.TavliEngine`
 //!   (and unknown paths), one of `--streaming-limit` for the long-lived streams
 //!   (health `Watch`, reflection); health `Check` needs none and is not charged to
@@ -24,6 +25,7 @@
 use super::buffers::{self, Budget, Charge, ChargedBody};
 use super::conn::{ConnState, StreamGuard};
 use super::error::ServiceError;
+use super::inflate::{inflate_request, Encoding};
 use crate::eval::{CancelToken, MAX_PLIES};
 use crate::telemetry::Metrics;
 use bytes::{Bytes, BytesMut};
@@ -87,6 +89,12 @@ impl ConnSlot {
         self.0.lock().map(|mut s| s.take()).unwrap_or(None)
     }
 }
+
+/// The largest request message of health and reflection (16 KiB; their requests
+/// name a service, a file or a symbol): a health check's body is read up to this
+/// (not charged to the buffers), and tonic refuses a larger message, compressed or
+/// not (`OUT_OF_RANGE`, or `RESOURCE_EXHAUSTED` when it inflates past it).
+pub const SMALL_MESSAGE_BYTES: usize = 16 * 1024;
 
 /// The path of `Evaluate`, whose connection slot is a [`ConnSlot`].
 const EVALUATE: &str = "/tavli.v1.TavliEngine/Evaluate";
@@ -352,15 +360,34 @@ where
         let mut inner = std::mem::replace(&mut self.inner, clone);
         let layer = self.layer.0.clone();
         Box::pin(async move {
-            let (parts, body) = req.into_parts();
+            let (mut parts, body) = req.into_parts();
             let config = &layer.config;
             let (body, request_charge) = if class == Class::Streaming {
                 (AdmittedBody::Stream(body), None)
             } else {
-                // Health checks are never refused for lack of buffer room.
-                let budget = (class != Class::Probe).then_some(&layer.budget);
-                let read = read_body(body, config.max_message_bytes, budget, conn.as_ref());
-                match tokio::time::timeout(config.body_timeout, read).await {
+                // Health checks are never refused for lack of buffer room; their
+                // messages are small (tonic refuses larger ones from what is read).
+                let (budget, max) = match class {
+                    Class::Probe => (None, SMALL_MESSAGE_BYTES.min(config.max_message_bytes)),
+                    _ => (Some(&layer.budget), config.max_message_bytes),
+                };
+                let encoding = Encoding::of(&parts.headers);
+                let read = read_body(body, max, budget, conn.as_ref());
+                let read = tokio::time::timeout(config.body_timeout, read).await;
+                let read = match (read, encoding) {
+                    // A compressed engine request is inflated now, charged to the
+                    // buffers, and goes on uncompressed.
+                    (Ok(Ok((bytes, _compressed))), Some(encoding)) if class == Class::Engine => {
+                        let inflated =
+                            inflate_request(&bytes, encoding, max, &layer.budget, conn.as_ref());
+                        if inflated.is_ok() {
+                            parts.headers.remove("grpc-encoding");
+                        }
+                        Ok(inflated.map(|(body, charge)| (body, Some(charge))))
+                    }
+                    (read, _) => read,
+                };
+                match read {
                     Ok(Ok((bytes, charge))) => (AdmittedBody::Read(Some(bytes)), charge),
                     Ok(Err(status)) => {
                         if status.code() == tonic::Code::ResourceExhausted {

@@ -1,13 +1,16 @@
 //! [`serve`]: the gRPC server (engine, health, reflection v1 and v1alpha) with its
 //! tower layers, the Prometheus `/metrics` HTTP server, their limits, and the graceful
-//! shutdown.
+//! shutdown; [`serve_with_web`]: the same and the analysis page ([`crate::web`]).
 
 use super::api::TavliEngineService;
 use super::buffers::Budget;
 use super::conn::{self, ConnLimits, ConnState, Phase, Registry, StreamGuard};
-use super::limits::{AdmissionConfig, AdmissionLayer, DeadlineLayer, DeepSearchLimit};
+use super::limits::{
+    AdmissionConfig, AdmissionLayer, DeadlineLayer, DeepSearchLimit, SMALL_MESSAGE_BYTES,
+};
 use super::pb::tavli_engine_server::TavliEngineServer;
 use super::route::EngineRoutes;
+use super::tls::TlsConfig;
 use super::{pb, readiness, SERVICE_NAME};
 use crate::eval::{CancelToken, PositionEvaluator, MAX_PLIES};
 use crate::telemetry::{Metrics, MetricsLayer};
@@ -22,6 +25,7 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tonic::body::Body;
+use tonic::codec::CompressionEncoding;
 use tonic_health::ServingStatus;
 use tower::ServiceExt;
 
@@ -92,6 +96,22 @@ pub struct ServerConfig {
     pub deep_search_queue: usize,
     /// Connections open at once on the metrics port (default 16).
     pub metrics_max_connections: usize,
+    /// TLS, or mutual TLS with a client CA, on the gRPC port ([`super::tls`]);
+    /// `None` (the default): plaintext. The TLS handshake is part of the handshake
+    /// timeout.
+    pub tls: Option<TlsConfig>,
+    /// Compress responses (with the first of gzip and zstd that the client's
+    /// `grpc-accept-encoding` lists) (default false: it costs 2.4 times the
+    /// server CPU of a 16 KB ListLegalPlays answer, docs/performance.md, and
+    /// grpcio and grpc-js list gzip by default). Compressed requests are accepted
+    /// either way ([`super::inflate`]).
+    pub compress_responses: bool,
+    /// Connections open at once on the analysis page's port (default 64; a browser
+    /// opens up to six per origin), when [`serve_with_web`] serves it.
+    pub web_max_connections: usize,
+    /// A connection of the analysis page with no request in flight this long is
+    /// closed (default 60 s).
+    pub web_idle_timeout: Duration,
 }
 
 /// The number of CPUs this process may use (cgroup quotas included), at least 1.
@@ -124,6 +144,10 @@ impl Default for ServerConfig {
             deep_search_limit: cpus(),
             deep_search_queue: 64,
             metrics_max_connections: 16,
+            tls: None,
+            compress_responses: false,
+            web_max_connections: 64,
+            web_idle_timeout: Duration::from_secs(60),
         }
     }
 }
@@ -159,6 +183,10 @@ impl std::fmt::Debug for ServerConfig {
             .field("deep_search_limit", &self.deep_search_limit)
             .field("deep_search_queue", &self.deep_search_queue)
             .field("metrics_max_connections", &self.metrics_max_connections)
+            .field("tls", &self.tls)
+            .field("compress_responses", &self.compress_responses)
+            .field("web_max_connections", &self.web_max_connections)
+            .field("web_idle_timeout", &self.web_idle_timeout)
             .finish()
     }
 }
@@ -216,6 +244,7 @@ impl ServerConfig {
             1,
             10_000,
         )?;
+        range("web-max-connections", self.web_max_connections, 1, 10_000)?;
         secs("drain-seconds", self.drain, 0.0)?;
         if let Some(t) = self.request_timeout {
             secs("request-timeout-seconds", t, 0.0)?;
@@ -230,6 +259,7 @@ impl ServerConfig {
             0.01,
         )?;
         secs("send-timeout-seconds", self.send_timeout, 0.01)?;
+        secs("web-idle-timeout-seconds", self.web_idle_timeout, 0.01)?;
         let one_message = self.max_message_bytes + 5;
         if self.max_connection_buffered_bytes < one_message {
             return Err(format!(
@@ -291,22 +321,40 @@ where
 }
 
 /// Serves gRPC on `grpc` and Prometheus metrics (`GET /metrics`) on `metrics` until
-/// `shutdown` completes; then health turns `NOT_SERVING` (for `""` and
-/// `tavli.v1.TavliEngine`), no new connection is accepted, every connection gets a
-/// GOAWAY, in-flight RPCs get up to `config.drain` to finish; then the remaining work
-/// is cancelled, the connections are closed and the function returns `Ok(())`.
-/// Errors: an invalid `config` ([`ServerConfig::validate`]), reflection set-up.
-///
-/// gRPC services: `tavli.v1.TavliEngine`, `grpc.health.v1.Health`,
-/// `grpc.reflection.v1.ServerReflection` and `grpc.reflection.v1alpha.ServerReflection`,
-/// over HTTP/2 served by hyper with the connection limits of [`conn`]. Layers,
-/// outermost first: metrics and tracing ([`MetricsLayer`]), the deadline
-/// ([`DeadlineLayer`]), admission ([`AdmissionLayer`]: body, permits, buffers).
-/// Readiness: see [`readiness`].
+/// `shutdown` completes: [`serve_with_web`] without the analysis page.
 pub async fn serve(
     config: ServerConfig,
     grpc: TcpListener,
     metrics: TcpListener,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), BoxError> {
+    serve_with_web(config, grpc, metrics, None, shutdown).await
+}
+
+/// Serves gRPC on `grpc`, Prometheus metrics (`GET /metrics`) on `metrics` and, with
+/// `web`, the analysis page and its gRPC-Web endpoint ([`crate::web`]) until
+/// `shutdown` completes; then health turns `NOT_SERVING` (for `""` and
+/// `tavli.v1.TavliEngine`), no new connection is accepted, every connection gets a
+/// GOAWAY (HTTP/1.1: is closed once idle), in-flight RPCs get up to `config.drain` to
+/// finish; then the remaining work is cancelled, the connections are closed and the
+/// function returns `Ok(())`. Errors: an invalid `config`
+/// ([`ServerConfig::validate`]), reflection set-up.
+///
+/// gRPC services: `tavli.v1.TavliEngine`, `grpc.health.v1.Health`,
+/// `grpc.reflection.v1.ServerReflection` and `grpc.reflection.v1alpha.ServerReflection`,
+/// over HTTP/2 (over TLS with `config.tls`) served by hyper with the connection
+/// limits of [`conn`]. Layers, outermost first: metrics and tracing
+/// ([`MetricsLayer`]), the deadline ([`DeadlineLayer`]), admission
+/// ([`AdmissionLayer`]: body, compressed requests inflated, permits, buffers). The
+/// page's gRPC-Web calls go through tonic-web to the same layers (one concurrency
+/// limit, one budget), over HTTP/1.1 connections with their own limits
+/// (`web_max_connections`, `web_idle_timeout`, the handshake and send timeouts).
+/// Readiness: see [`readiness`].
+pub async fn serve_with_web(
+    config: ServerConfig,
+    grpc: TcpListener,
+    metrics: TcpListener,
+    web: Option<TcpListener>,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), BoxError> {
     config.validate()?;
@@ -317,9 +365,17 @@ pub async fn serve(
         TavliEngineService::new(config.evaluator.clone(), config.max_plies, Some(m.clone()))
             .with_max_rollout_trials(config.max_rollout_trials)
             .with_limits(deep, cancel.clone());
-    let engine = EngineRoutes::new(engine, config.max_message_bytes);
+    let engine = EngineRoutes::new(engine, config.max_message_bytes)
+        .send_compressed(config.compress_responses);
 
+    // Health and reflection: small requests (also when compressed: tonic inflates
+    // them up to this limit), compressed ones accepted as everywhere.
+    let small = SMALL_MESSAGE_BYTES.min(config.max_message_bytes);
     let (health, health_service) = tonic_health::server::health_reporter();
+    let health_service = health_service
+        .max_decoding_message_size(small)
+        .accept_compressed(CompressionEncoding::Gzip)
+        .accept_compressed(CompressionEncoding::Zstd);
     health
         .set_serving::<TavliEngineServer<TavliEngineService>>()
         .await;
@@ -337,8 +393,16 @@ pub async fn serve(
                 tonic_reflection::pb::v1alpha::FILE_DESCRIPTOR_SET,
             )
     };
-    let reflection_v1 = reflection().build_v1()?;
-    let reflection_v1alpha = reflection().build_v1alpha()?;
+    let reflection_v1 = reflection()
+        .build_v1()?
+        .max_decoding_message_size(small)
+        .accept_compressed(CompressionEncoding::Gzip)
+        .accept_compressed(CompressionEncoding::Zstd);
+    let reflection_v1alpha = reflection()
+        .build_v1alpha()?
+        .max_decoding_message_size(small)
+        .accept_compressed(CompressionEncoding::Gzip)
+        .accept_compressed(CompressionEncoding::Zstd);
     let routes = tonic::service::Routes::new(health_service)
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)
@@ -357,7 +421,8 @@ pub async fn serve(
         budget.clone(),
         Some(m.clone()),
     );
-    // The stack of one connection (its admission counts on the connection).
+    // The stack of one connection (its admission counts on the connection), the same
+    // for the gRPC port and the page's gRPC-Web calls.
     let metrics_layer = MetricsLayer::new(m.clone());
     let deadline_layer = DeadlineLayer::new(config.request_timeout);
     let admit = admission.clone();
@@ -373,8 +438,14 @@ pub async fn serve(
     // (each listener's connections plus up to an eighth more being evicted).
     let mut max_connections = config.max_connections;
     if let Some(fds) = conn::fd_limit() {
-        let metrics_fds = config.metrics_max_connections as u64 * 9 / 8 + 1;
-        let room = fds.saturating_sub(FD_RESERVE + metrics_fds) * 8 / 9;
+        let others = config.metrics_max_connections as u64
+            + if web.is_some() {
+                config.web_max_connections as u64
+            } else {
+                0
+            };
+        let others_fds = others * 9 / 8 + 2;
+        let room = fds.saturating_sub(FD_RESERVE + others_fds) * 8 / 9;
         let room = room.max(1) as usize;
         if room < max_connections {
             tracing::warn!(
@@ -399,6 +470,14 @@ pub async fn serve(
         limits(config.metrics_max_connections),
         Some(m.clone()),
     );
+    let web_registry = Registry::new(
+        "web",
+        ConnLimits {
+            idle_timeout: config.web_idle_timeout,
+            ..limits(config.web_max_connections)
+        },
+        Some(m.clone()),
+    );
 
     let mut h2 = hyper::server::conn::http2::Builder::new(TokioExecutor::new());
     h2.timer(TokioTimer::new())
@@ -406,28 +485,60 @@ pub async fn serve(
         .keep_alive_interval(config.keepalive_interval)
         .keep_alive_timeout(config.keepalive_timeout)
         .max_header_list_size(16 * 1024);
-
-    let grpc_addr = grpc.local_addr()?;
-    let metrics_addr = metrics.local_addr()?;
-    let (phase_tx, phase_rx) = watch::channel(Phase::Serving);
-    let (metrics_phase_tx, metrics_phase_rx) = watch::channel(Phase::Serving);
-    let grpc_task = tokio::spawn(conn::run_listener(
-        grpc,
-        grpc_registry.clone(),
-        conn::HTTP2_PREFACE_LEN,
-        move |io, state| h2.serve_connection(TokioIo::new(io), ConnService(stack(state))),
-        |c| c.graceful_shutdown(),
-        phase_rx,
-    ));
-
     let mut h1 = hyper::server::conn::http1::Builder::new();
     h1.timer(TokioTimer::new())
         .header_read_timeout(config.handshake_timeout)
         .max_buf_size(16 * 1024);
+
+    let grpc_addr = grpc.local_addr()?;
+    let metrics_addr = metrics.local_addr()?;
+    let web_addr = web.as_ref().map(|l| l.local_addr()).transpose()?;
+    let (phase_tx, phase_rx) = watch::channel(Phase::Serving);
+    let (metrics_phase_tx, metrics_phase_rx) = watch::channel(Phase::Serving);
+    let grpc_stack = stack.clone();
+    let grpc_task = tokio::spawn(conn::run_listener(
+        grpc,
+        grpc_registry.clone(),
+        config.tls.as_ref().map(TlsConfig::acceptor),
+        conn::HTTP2_PREFACE_LEN,
+        move |io, state| h2.serve_connection(TokioIo::new(io), ConnService(grpc_stack(state))),
+        |c| c.graceful_shutdown(),
+        phase_rx.clone(),
+    ));
+
+    // The page: HTTP/1.1, its gRPC-Web calls through the same stack; it drains and
+    // stops with the gRPC port.
+    let web_task = web.map(|listener| {
+        // hyper's header timer starts as soon as a connection waits for a request
+        // (kept-alive ones too): no shorter than the idle timeout, which is the
+        // registry's to enforce (after the handshake timeout for the first byte).
+        let mut h1 = h1.clone();
+        h1.header_read_timeout(config.handshake_timeout.max(config.web_idle_timeout));
+        tokio::spawn(conn::run_listener(
+            listener,
+            web_registry.clone(),
+            None,
+            1,
+            move |io, state| {
+                let page = crate::web::Page::new(stack(state.clone()));
+                let svc = hyper::service::service_fn(move |req: Request<Incoming>| {
+                    // Marks the connection active (a gRPC-Web call is counted by
+                    // admission until its answer is written).
+                    let _guard = StreamGuard::new(&state);
+                    page.clone().oneshot(req)
+                });
+                h1.serve_connection(TokioIo::new(io), svc)
+            },
+            |c| c.graceful_shutdown(),
+            phase_rx,
+        ))
+    });
+
     let render = m.clone();
     let metrics_task = tokio::spawn(conn::run_listener(
         metrics,
         metrics_registry.clone(),
+        None,
         1,
         move |io, state| {
             let render = render.clone();
@@ -442,17 +553,26 @@ pub async fn serve(
         metrics_phase_rx,
     ));
 
+    let mut registries = vec![grpc_registry.clone(), metrics_registry.clone()];
+    if web_task.is_some() {
+        registries.push(web_registry.clone());
+    }
     let ready_task = tokio::spawn(readiness::run(
         health.clone(),
         readiness::Inputs {
             admission,
-            registries: vec![grpc_registry.clone(), metrics_registry.clone()],
+            registries,
             budget,
         },
         m.clone(),
         phase_tx.subscribe(),
     ));
-    tracing::info!(%grpc_addr, %metrics_addr, service = SERVICE_NAME, max_connections, ?config, "serving");
+    let tls = config
+        .tls
+        .as_ref()
+        .map(|t| if t.is_mutual() { "mutual" } else { "server" });
+    let web_addr = web_addr.map(tracing::field::display);
+    tracing::info!(%grpc_addr, %metrics_addr, web_addr, tls, service = SERVICE_NAME, max_connections, ?config, "serving");
 
     shutdown.await;
 
@@ -468,7 +588,14 @@ pub async fn serve(
         .set_service_status("", ServingStatus::NotServing)
         .await;
     let _ = grpc_task.await;
-    if tokio::time::timeout(config.drain, grpc_registry.wait_empty())
+    if let Some(task) = web_task {
+        let _ = task.await;
+    }
+    // Both ports with RPCs (the page's gRPC-Web calls drain with the gRPC port's).
+    let all_empty = || async {
+        tokio::join!(grpc_registry.wait_empty(), web_registry.wait_empty());
+    };
+    if tokio::time::timeout(config.drain, all_empty())
         .await
         .is_ok()
     {
@@ -476,15 +603,15 @@ pub async fn serve(
     } else {
         tracing::warn!(
             drain = ?config.drain,
-            connections = grpc_registry.len(),
+            connections = grpc_registry.len() + web_registry.len(),
             "drain time over; cancelling the remaining work and closing the connections"
         );
         cancel.cancel();
         // The stopped searches answer UNAVAILABLE: a moment for those answers to go
         // out, then every connection is closed.
-        let _ = tokio::time::timeout(Duration::from_millis(200), grpc_registry.wait_empty()).await;
+        let _ = tokio::time::timeout(Duration::from_millis(200), all_empty()).await;
         let _ = phase_tx.send(Phase::Stopped);
-        let _ = tokio::time::timeout(Duration::from_millis(300), grpc_registry.wait_empty()).await;
+        let _ = tokio::time::timeout(Duration::from_millis(300), all_empty()).await;
     }
     let _ = phase_tx.send(Phase::Stopped);
     let _ = metrics_phase_tx.send(Phase::Stopped);
