@@ -27,11 +27,17 @@
 //! each game's notes say so. Work stops at the deadline or on cancellation
 //! ([`AnalysisOptions::cancel`]), checked before every evaluation.
 //!
-//! TODO(rollout): verify the flagged plays (mark doubtful or worse) by Monte Carlo
-//! rollouts when `src/eval/rollout.rs` lands (issue #12 asks for it "where a caller
-//! asks"): an `AnalysisOptions::rollout` option and a `RolloutOptions` field in
-//! `AnalyzeGameRequest`; [`TurnAnalysis::evaluation`] then says `rollout`.
+//! **Rollouts of the flagged plays** (when [`AnalysisOptions::rollout`] is set, as
+//! GNU Backgammon's "rollout of the marked moves"): a turn marked doubtful or worse
+//! at `plies` is valued again by Monte Carlo rollouts ([`crate::eval::rollout`]) of
+//! the position after the play made and after each of the best
+//! [`RolloutCheck::candidates`] plays of the ranking, each rollout with the same
+//! seed (the same dice for every candidate, so that their difference is measured
+//! with less noise). The best play, the error and the mark are then the rollouts'
+//! (the search's verdict is kept in [`RolloutVerdict`]), and
+//! [`TurnAnalysis::evaluation`] says `rollout`. The luck stays at `luck_plies`.
 
+use crate::eval::rollout::{RolloutConfig, DEFAULT_TRIALS};
 use crate::eval::{
     CancelToken, EvalError, EvalOptions, PositionEvaluator, Probabilities, StopWhen,
 };
@@ -133,6 +139,54 @@ impl LuckMark {
     }
 }
 
+/// Rollouts of the flagged plays ([`AnalysisOptions::rollout`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RolloutCheck {
+    /// Depth of the search that chooses the plays in the trials, 0 or 1
+    /// ([`crate::eval::rollout::MAX_ROLLOUT_PLIES`]).
+    pub plies: u8,
+    /// Trials per rolled-out play, at least 1.
+    pub trials: u32,
+    /// Seed of the dice, the same for every candidate of a turn and every turn.
+    pub seed: u64,
+    /// The best this many plays of the ranking are rolled out, and the play made
+    /// (at least 1).
+    pub candidates: usize,
+}
+
+impl Default for RolloutCheck {
+    /// 0 ply, [`DEFAULT_TRIALS`] (1,296) trials, seed 0, 3 candidates.
+    fn default() -> Self {
+        RolloutCheck {
+            plies: 0,
+            trials: DEFAULT_TRIALS,
+            seed: 0,
+            candidates: 3,
+        }
+    }
+}
+
+/// What the rollouts of a flagged turn found, next to the search's verdict.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RolloutVerdict {
+    /// Trials per rolled-out play.
+    pub trials: u32,
+    /// Depth of the search that chose the plays in the trials.
+    pub plies: u8,
+    /// Plays rolled out (the play made included).
+    pub candidates: usize,
+    /// Standard error of [`TurnAnalysis::best_equity`], points.
+    pub best_standard_error: f32,
+    /// Standard error of [`TurnAnalysis::played_equity`], points.
+    pub played_standard_error: f32,
+    /// The error found by the search at [`AnalysisOptions::plies`], points.
+    pub search_error: f32,
+    /// Its mark.
+    pub search_mark: Mark,
+    /// The best play found by the search.
+    pub search_best: Play,
+}
+
 /// What to analyse and how deep.
 #[derive(Clone, Debug, Default)]
 pub struct AnalysisOptions {
@@ -147,6 +201,8 @@ pub struct AnalysisOptions {
     pub deadline: Option<Instant>,
     /// Stop with [`EvalError::Cancelled`] once cancelled.
     pub cancel: Option<CancelToken>,
+    /// Roll out the plays of every turn marked doubtful or worse; `None`: no rollouts.
+    pub rollout: Option<RolloutCheck>,
 }
 
 impl AnalysisOptions {
@@ -211,8 +267,12 @@ pub struct TurnAnalysis {
     pub luck: f32,
     /// The luck's mark.
     pub luck_mark: LuckMark,
-    /// How the plays were valued, e.g. `2-ply` (a later `rollout` will say so here).
+    /// How the plays were valued: `2-ply` (the search's depth), or `rollout` for a
+    /// flagged turn whose plays were rolled out.
     pub evaluation: String,
+    /// For a turn whose plays were rolled out: the rollouts' figures and the search's
+    /// verdict.
+    pub rollout: Option<RolloutVerdict>,
 }
 
 /// One player's figures over a game or a match.
@@ -498,7 +558,12 @@ fn analyze_turn(
         opts,
         after_known,
     )?;
-    Ok(TurnAnalysis {
+    let mark = if t.legal_plays > 1 {
+        opts.thresholds.mark(error)
+    } else {
+        Mark::None
+    };
+    let mut ta = TurnAnalysis {
         game_index: 0,
         game_number: 0,
         turn: 0,
@@ -514,17 +579,92 @@ fn analyze_turn(
         played_equity,
         played_probabilities,
         error,
-        mark: if t.legal_plays > 1 {
-            opts.thresholds.mark(error)
-        } else {
-            Mark::None
-        },
+        mark,
         equity_before,
         equity_after_roll,
         luck,
         luck_mark: LuckMark::of(luck),
         evaluation: format!("{}-ply", opts.plies),
-    })
+        rollout: None,
+    };
+    if let Some(check) = opts.rollout.filter(|_| mark != Mark::None) {
+        roll_out_turn(evaluator, &mut ta, &ranked, &check, opts)?;
+    }
+    Ok(ta)
+}
+
+/// The rollout of the position after `play` (the opponent to move, no dice), turned
+/// to the mover's view: `(probabilities, equity, standard error of the equity)`.
+fn roll_out_play(
+    evaluator: &dyn PositionEvaluator,
+    play: &Play,
+    check: &RolloutCheck,
+    opts: &AnalysisOptions,
+) -> Result<(Probabilities, f32, f32), EvalError> {
+    let cfg = RolloutConfig {
+        plies: check.plies,
+        trials: check.trials,
+        seed: check.seed,
+        ..RolloutConfig::default()
+    };
+    let stop = StopWhen {
+        deadline: opts.deadline,
+        cancel: opts.cancel.as_ref(),
+    };
+    let r = evaluator.rollout(&play.position, None, &cfg, stop, &mut |_| {
+        std::ops::ControlFlow::Continue(())
+    })?;
+    let p = r.probabilities.flip();
+    Ok((p, p.equity(), r.standard_errors.equity))
+}
+
+/// Rolls out the play made and the best [`RolloutCheck::candidates`] plays of
+/// `ranked` (best first), then sets the turn's best play, equities, error and mark
+/// from the rollouts; the search's verdict goes to [`TurnAnalysis::rollout`].
+fn roll_out_turn(
+    evaluator: &dyn PositionEvaluator,
+    ta: &mut TurnAnalysis,
+    ranked: &[crate::eval::RankedPlay],
+    check: &RolloutCheck,
+    opts: &AnalysisOptions,
+) -> Result<(), EvalError> {
+    let mut plays: Vec<Play> = vec![ta.play.clone()];
+    for r in ranked.iter().take(check.candidates.max(1)) {
+        if plays.iter().all(|p| p.position != r.play.position) {
+            plays.push(r.play.clone());
+        }
+    }
+    let mut values = Vec::with_capacity(plays.len());
+    for p in &plays {
+        opts.check()?;
+        values.push(roll_out_play(evaluator, p, check, opts)?);
+    }
+    // The best rollout equity; the play made (index 0) wins ties.
+    let mut best = 0;
+    for (i, v) in values.iter().enumerate().skip(1) {
+        if v.1 > values[best].1 {
+            best = i;
+        }
+    }
+    let verdict = RolloutVerdict {
+        trials: check.trials,
+        plies: check.plies,
+        candidates: plays.len(),
+        best_standard_error: values[best].2,
+        played_standard_error: values[0].2,
+        search_error: ta.error,
+        search_mark: ta.mark,
+        search_best: ta.best.clone(),
+    };
+    ta.best = plays.swap_remove(best);
+    ta.best_equity = values[best].1;
+    ta.played_equity = values[0].1;
+    ta.played_probabilities = values[0].0;
+    ta.error = (ta.best_equity - ta.played_equity).max(0.0);
+    ta.mark = opts.thresholds.mark(ta.error);
+    ta.evaluation = "rollout".to_string();
+    ta.rollout = Some(verdict);
+    Ok(())
 }
 
 /// Analyses every game of `record`, calling `on` after each turn and each game (in

@@ -3,8 +3,10 @@
 //! of a position averages to 0 and "before the roll" is the position's evaluation one
 //! ply deeper (GNU Backgammon's definitions).
 
-use tavli_engine::analysis::{self, AnalysisOptions, Event, Mark, TurnAnalysis};
+use tavli_engine::analysis::{self, AnalysisOptions, Event, Mark, RolloutCheck, TurnAnalysis};
 use tavli_engine::eval::engine::Engine;
+use tavli_engine::eval::rollout::RolloutConfig;
+use tavli_engine::eval::StopWhen;
 use tavli_engine::eval::{EvalOptions, PositionEvaluator};
 use tavli_engine::record::{GameInput, MatchRecord, TurnInput};
 use tavli_engine::rules::{self, Dice, Position, Side, Variant};
@@ -167,4 +169,118 @@ fn luck_of_all_rolls_averages_to_zero_at_one_ply() {
         .unwrap();
     let b = before.unwrap();
     assert!((b - e2.equity).abs() < 1e-3, "{b} vs {}", e2.equity);
+}
+
+/// The rollout of the position after `play` (opponent to move), for the mover:
+/// `(equity, standard error)`.
+fn rolled_out(engine: &Engine, play: &rules::Play, check: &RolloutCheck) -> (f32, f32) {
+    let cfg = RolloutConfig {
+        plies: check.plies,
+        trials: check.trials,
+        seed: check.seed,
+        ..RolloutConfig::default()
+    };
+    let r = engine
+        .rollout(&play.position, None, &cfg, StopWhen::default(), &mut |_| {
+            std::ops::ControlFlow::Continue(())
+        })
+        .unwrap();
+    (r.probabilities.flip().equity(), r.standard_errors.equity)
+}
+
+#[test]
+fn flagged_play_is_valued_by_rollouts_of_the_play_made_and_the_best_plays() {
+    // The opening blunder above (R4, 3-1: 8/5 8/7), flagged at 0 ply, rolled out with
+    // the two best plays of the 0-ply ranking.
+    let text = " 1 point match\n\n Game 1 Portes opening 4-2\n alice : 0                      bob : 0\n  1) 31: 8/5 8/7\n";
+    let r = MatchRecord::parse(text).unwrap();
+    let engine = Engine::load_default();
+    let search = turns_of(&r, &engine, &opts(0, 0)).remove(0);
+    assert_eq!(search.mark, Mark::VeryBad);
+    let check = RolloutCheck {
+        plies: 0,
+        trials: 72,
+        seed: 11,
+        candidates: 2,
+    };
+    let t = turns_of(
+        &r,
+        &engine,
+        &AnalysisOptions {
+            rollout: Some(check),
+            ..opts(0, 0)
+        },
+    )
+    .remove(0);
+    assert_eq!(t.evaluation, "rollout");
+    let v = t.rollout.clone().expect("rolled out");
+    assert_eq!((v.trials, v.plies, v.candidates), (72, 0, 3));
+    assert_eq!((v.search_error, v.search_mark), (search.error, search.mark));
+    assert_eq!(v.search_best, search.best);
+    // Each figure is the rollout of the position after the play, with the same seed.
+    let ranked = engine
+        .rank_plays(&t.position, t.dice, EvalOptions::default())
+        .unwrap();
+    let mut values = vec![(t.play.clone(), rolled_out(&engine, &t.play, &check))];
+    for p in ranked.iter().take(2) {
+        values.push((p.play.clone(), rolled_out(&engine, &p.play, &check)));
+    }
+    let best = values
+        .iter()
+        .max_by(|a, b| a.1 .0.total_cmp(&b.1 .0))
+        .unwrap();
+    assert_eq!(
+        (t.played_equity, v.played_standard_error),
+        values[0].1,
+        "the play made"
+    );
+    assert_eq!(
+        (&t.best, (t.best_equity, v.best_standard_error)),
+        (&best.0, best.1)
+    );
+    assert_eq!(t.error, (t.best_equity - t.played_equity).max(0.0));
+    assert_eq!(t.mark, AnalysisOptions::default().thresholds.mark(t.error));
+    // Luck is not rolled out.
+    assert_eq!(
+        (t.luck, t.equity_before),
+        (search.luck, search.equity_before)
+    );
+}
+
+#[test]
+fn only_flagged_turns_are_rolled_out() {
+    // A whole Tavli match (three variants) at 0 ply with 1-trial rollouts: every turn
+    // the search marks is rolled out, every other turn is as without rollouts.
+    let text = std::fs::read_to_string(format!(
+        "{}/tests/data/tavli/tavli-3p-match.mat",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap();
+    let r = MatchRecord::parse(&text).unwrap();
+    let engine = Engine::load_default();
+    let plain = turns_of(&r, &engine, &opts(0, 0));
+    let rolled = turns_of(
+        &r,
+        &engine,
+        &AnalysisOptions {
+            rollout: Some(RolloutCheck {
+                trials: 1,
+                ..RolloutCheck::default()
+            }),
+            ..opts(0, 0)
+        },
+    );
+    assert_eq!(plain.len(), rolled.len());
+    let mut flagged = 0;
+    for (p, t) in plain.iter().zip(&rolled) {
+        if p.mark == Mark::None {
+            assert_eq!(p, t);
+        } else {
+            flagged += 1;
+            let v = t.rollout.as_ref().expect("flagged turns are rolled out");
+            assert_eq!(t.evaluation, "rollout");
+            assert_eq!((v.search_error, v.search_mark), (p.error, p.mark));
+        }
+    }
+    assert!(flagged > 0);
 }

@@ -6,8 +6,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use std::ops::ControlFlow;
 use tavli_engine::eval::engine::Engine;
-use tavli_engine::eval::{EvalError, EvalOptions, Evaluation, PositionEvaluator, RankedPlay};
+use tavli_engine::eval::rollout::{RolloutConfig, RolloutReport};
+use tavli_engine::eval::{
+    EvalError, EvalOptions, Evaluation, PositionEvaluator, RankedPlay, StopWhen,
+};
 use tavli_engine::record::MatchRecord;
 use tavli_engine::rules::{Dice, Position};
 use tavli_engine::service::pb::analyze_game_response::Item;
@@ -38,6 +42,17 @@ impl PositionEvaluator for Counting {
     ) -> Result<Vec<RankedPlay>, EvalError> {
         self.calls.fetch_add(1, Ordering::Relaxed);
         self.inner.rank_plays(pos, dice, opts)
+    }
+    fn rollout(
+        &self,
+        pos: &Position,
+        dice: Option<Dice>,
+        cfg: &RolloutConfig,
+        stop: StopWhen<'_>,
+        on_report: &mut dyn FnMut(&RolloutReport) -> ControlFlow<()>,
+    ) -> Result<RolloutReport, EvalError> {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        self.inner.rollout(pos, dice, cfg, stop, on_report)
     }
 }
 
@@ -94,6 +109,7 @@ fn text_request(text: String, plies: u32) -> pb::AnalyzeGameRequest {
         plies,
         luck_plies: 0,
         thresholds: None,
+        rollout: None,
     }
 }
 
@@ -252,6 +268,7 @@ async fn bad_records_are_invalid_argument_before_the_stream() {
         plies: 0,
         luck_plies: 0,
         thresholds: None,
+        rollout: None,
     };
     let e = client.analyze_game(req).await.unwrap_err();
     assert_eq!(e.code(), Code::InvalidArgument);
@@ -345,4 +362,78 @@ async fn a_dropped_stream_stops_the_work_and_frees_its_place() {
         })
         .await
         .unwrap();
+}
+
+/// The opening blunder of tests/analysis.rs (R4: 3-1 played 8/5 8/7).
+const BLUNDER: &str =
+    " 1 point match\n\n Game 1 Portes opening 4-2\n alice : 0                      bob : 0\n  1) 31: 8/5 8/7\n";
+
+#[tokio::test]
+async fn flagged_plays_are_rolled_out_when_asked() {
+    let server = start(64).await;
+    let mut client = server.client().await;
+    let mut req = text_request(BLUNDER.to_string(), 0);
+    req.rollout = Some(pb::AnalysisRollout {
+        plies: 0,
+        trials: 36,
+        seed: 5,
+        candidates: 2,
+    });
+    let items = collect(&mut client, req.clone()).await;
+    let Some(Item::Turn(t)) = items.get(1) else {
+        panic!("{items:?}")
+    };
+    assert_eq!(t.evaluation, "rollout");
+    let r = t.rollout.as_ref().expect("rolled out");
+    // The play made and the two best of the ranking, each 36 trials at 0 ply.
+    assert_eq!((r.trials, r.plies, r.candidates), (36, 0, 3));
+    assert_eq!(r.search_best_play, "8/5 6/5");
+    assert!(r.search_error > 0.16 && r.search_mark == pb::PlayMark::VeryBad as i32);
+    assert!((t.best_equity - t.played_equity - t.error).abs() < 1e-6);
+    assert!(r.played_equity_standard_error > 0.0 && r.best_equity_standard_error > 0.0);
+    // The same request gives the same answers (the seed fixes the dice).
+    assert_eq!(collect(&mut client, req).await, items);
+}
+
+#[tokio::test]
+async fn bad_rollout_options_are_invalid_argument() {
+    let server = start(64).await;
+    let mut client = server.client().await;
+    let cases = [
+        (
+            pb::AnalysisRollout {
+                plies: 2,
+                ..Default::default()
+            },
+            "rollout.plies",
+            "rollouts choose plays at 0..1 plies on this server, got 2",
+        ),
+        (
+            pb::AnalysisRollout {
+                trials: 46_657,
+                ..Default::default()
+            },
+            "rollout.trials",
+            "at most 46656 trials on this server, got 46657",
+        ),
+        (
+            pb::AnalysisRollout {
+                candidates: 9,
+                ..Default::default()
+            },
+            "rollout.candidates",
+            "at most 8 candidate plays, got 9",
+        ),
+    ];
+    for (rollout, field, reason) in cases {
+        let mut req = text_request(BLUNDER.to_string(), 0);
+        req.rollout = Some(rollout);
+        let e = client.analyze_game(req).await.unwrap_err();
+        assert_eq!(e.code(), Code::InvalidArgument);
+        assert_eq!(e.message(), format!("{field}: {reason}"));
+        assert_eq!(
+            e.get_details_bad_request().unwrap().field_violations[0].field,
+            field
+        );
+    }
 }

@@ -1,10 +1,12 @@
-//! `tavli-engine analyze RECORD [--plies N] [--luck-plies N] [--json] [--svg FILE]`:
+//! `tavli-engine analyze RECORD [--plies N] [--luck-plies N] [--rollout] [--json] [--svg FILE]`:
 //! the `AnalyzeGame` RPC from the command line. A progress bar on stderr when it is a
 //! terminal; a table per game and the summary on stdout (or, with `--json`, every
 //! stream message as proto3 JSON, one object after another as grpcurl prints a
 //! stream); with `--svg FILE` one picture per game, `FILE-1.svg`, `FILE-2.svg`, ...
 //! (`FILE` without its `.svg`): both players' winning chances after every turn with
-//! the marked plays circled.
+//! the marked plays circled. With `--rollout` the flagged plays are rolled out
+//! (`AnalyzeGameRequest.rollout`) and each such turn gets a line with the rollouts'
+//! figures under it.
 
 use clap::Args;
 use std::fmt::Write as _;
@@ -30,6 +32,22 @@ pub struct AnalyzeArgs {
     /// Error thresholds of the marks doubtful, bad, very bad (points).
     #[arg(long, value_delimiter = ',', num_args = 3, default_values_t = [0.04f32, 0.08, 0.16])]
     pub thresholds: Vec<f32>,
+    /// Roll out the plays of every turn marked doubtful or worse (the play made and
+    /// the best --rollout-candidates plays): the marks are then the rollouts'.
+    #[arg(long)]
+    pub rollout: bool,
+    /// Trials per rolled-out play (with --rollout).
+    #[arg(long, default_value_t = 1296)]
+    pub rollout_trials: u32,
+    /// Depth of the search that chooses the plays in the trials, 0 or 1.
+    #[arg(long, default_value_t = 0)]
+    pub rollout_plies: u32,
+    /// The best this many plays of the ranking are rolled out, with the play made.
+    #[arg(long, default_value_t = 3)]
+    pub rollout_candidates: u32,
+    /// Seed of the rollouts' dice.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
     /// Print every stream message as proto3 JSON (the shape grpcurl prints).
     #[arg(long)]
     pub json: bool,
@@ -53,6 +71,12 @@ pub fn run(a: AnalyzeArgs, service: TavliEngineService) -> Result<String, BoxErr
             doubtful: a.thresholds[0],
             bad: a.thresholds[1],
             very_bad: a.thresholds[2],
+        }),
+        rollout: a.rollout.then_some(pb::AnalysisRollout {
+            plies: a.rollout_plies,
+            trials: a.rollout_trials,
+            seed: a.seed,
+            candidates: a.rollout_candidates,
         }),
     };
     let prepared = service.prepare_analysis(&req)?;
@@ -228,6 +252,27 @@ fn text_report(messages: &[pb::AnalyzeGameResponse], plies: u32, luck_plies: u32
                     best,
                     t.luck
                 );
+                if let Some(r) = &t.rollout {
+                    let _ = writeln!(
+                        out,
+                        "{:>9} rollout of {} plays, {} trials at {} ply: error {:.3} \
+                         (s.e. of the equities {:.3} / {:.3}); the search said {:.3} {}{}",
+                        "",
+                        r.candidates,
+                        r.trials,
+                        r.plies,
+                        t.error,
+                        r.played_equity_standard_error,
+                        r.best_equity_standard_error,
+                        r.search_error,
+                        mark_symbol(r.search_mark),
+                        if r.search_best_play == t.best_play {
+                            String::new()
+                        } else {
+                            format!(", best {}", r.search_best_play)
+                        }
+                    );
+                }
             }
             Some(Item::Game(g)) => {
                 if header_due {

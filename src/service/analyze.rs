@@ -8,7 +8,10 @@ use super::api::TavliEngineService;
 use super::convert;
 use super::error::ServiceError;
 use super::pb;
-use crate::analysis::{self, AnalysisOptions, Event, LuckMark, Mark, PlayerStats, Thresholds};
+use crate::analysis::{
+    self, AnalysisOptions, Event, LuckMark, Mark, PlayerStats, RolloutCheck, Thresholds,
+};
+use crate::eval::rollout::{DEFAULT_TRIALS, MAX_ROLLOUT_PLIES};
 use crate::eval::{CancelToken, PositionEvaluator};
 use crate::record::{GameInput, MatchRecord, RecordError, TurnInput};
 use crate::rules::Side;
@@ -158,6 +161,11 @@ impl TavliEngineService {
                 ),
             ));
         }
+        let rollout = req
+            .rollout
+            .as_ref()
+            .map(|r| self.rollout_check(r))
+            .transpose()?;
         let record = match &req.record {
             None => {
                 return Err(ServiceError::invalid(
@@ -185,8 +193,60 @@ impl TavliEngineService {
                 thresholds,
                 deadline: None,
                 cancel: None,
+                rollout,
             },
             evaluator,
+        })
+    }
+}
+
+/// The most plays of a turn that `AnalyzeGameRequest.rollout.candidates` may ask to
+/// roll out (besides the play made).
+pub const MAX_ROLLOUT_CANDIDATES: u32 = 8;
+
+impl TavliEngineService {
+    /// Checks `AnalyzeGameRequest.rollout`: `plies` 0..=1 (and within `--max-plies`),
+    /// `trials` 0 (1,296) up to `--max-rollout-trials`, `candidates` 0 (3) up to
+    /// [`MAX_ROLLOUT_CANDIDATES`]. Errors: `INVALID_ARGUMENT` naming the field.
+    fn rollout_check(&self, r: &pb::AnalysisRollout) -> Result<RolloutCheck, ServiceError> {
+        let max_plies = self.max_plies.min(MAX_ROLLOUT_PLIES) as u32;
+        if r.plies > max_plies {
+            return Err(ServiceError::invalid(
+                "rollout.plies",
+                format!(
+                    "rollouts choose plays at 0..{max_plies} plies on this server, got {}",
+                    r.plies
+                ),
+            ));
+        }
+        let trials = match r.trials {
+            0 => DEFAULT_TRIALS.min(self.max_rollout_trials),
+            n if n > self.max_rollout_trials => {
+                return Err(ServiceError::invalid(
+                    "rollout.trials",
+                    format!(
+                        "at most {} trials on this server, got {n}",
+                        self.max_rollout_trials
+                    ),
+                ))
+            }
+            n => n,
+        };
+        let candidates = match r.candidates {
+            0 => RolloutCheck::default().candidates,
+            n if n > MAX_ROLLOUT_CANDIDATES => {
+                return Err(ServiceError::invalid(
+                    "rollout.candidates",
+                    format!("at most {MAX_ROLLOUT_CANDIDATES} candidate plays, got {n}"),
+                ))
+            }
+            n => n as usize,
+        };
+        Ok(RolloutCheck {
+            plies: r.plies as u8,
+            trials,
+            seed: r.seed,
+            candidates,
         })
     }
 }
@@ -292,6 +352,16 @@ pub fn run_analysis(
                 luck_mark: luck_mark_to_pb(t.luck_mark) as i32,
                 evaluation: t.evaluation.clone(),
                 outcome: t.play.outcome.as_ref().map(convert::outcome_to_pb),
+                rollout: t.rollout.as_ref().map(|r| pb::TurnRollout {
+                    trials: r.trials,
+                    plies: r.plies as u32,
+                    candidates: r.candidates as u32,
+                    best_equity_standard_error: r.best_standard_error,
+                    played_equity_standard_error: r.played_standard_error,
+                    search_error: r.search_error,
+                    search_mark: mark_to_pb(r.search_mark) as i32,
+                    search_best_play: r.search_best.notation.clone(),
+                }),
             }),
             Event::Game(g) => Item::Game(pb::GameSummary {
                 game: g.game_index as u32 + 1,
