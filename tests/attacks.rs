@@ -459,3 +459,99 @@ async fn case8_bad_positions_are_short_invalid_arguments() {
     }
     assert_quick_exit(server);
 }
+
+/// A match record of `games` games (a multiple of 3; about 1.5 kB a game): the three
+/// games of `tests/data/tavli/tavli-3p-match.mat` again and again (numbers and scores
+/// carried on) in a money session, its last play made illegal. Returns the text and the line number of that play.
+fn long_record_with_last_play_illegal(games: usize) -> (String, usize) {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/tavli/tavli-3p-match.mat"
+    ))
+    .unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let starts: Vec<usize> = (0..lines.len())
+        .filter(|&i| lines[i].trim_start().starts_with("Game "))
+        .collect();
+    assert_eq!(starts.len(), 3);
+    // Game 1: white wins 2; games 2 and 3: black wins 2.
+    let wins = [(2, 0), (0, 2), (0, 2)];
+    let mut out = vec![" 0 point match".to_string(), String::new()];
+    let (mut white, mut black) = (0, 0);
+    for g in 0..games {
+        let k = g % 3;
+        let end = starts.get(k + 1).copied().unwrap_or(lines.len());
+        let block = &lines[starts[k]..end];
+        let variant = block[0].trim_start().splitn(3, ' ').nth(2).unwrap();
+        out.push(format!(" Game {} {variant}", g + 1));
+        out.push(format!(
+            " eleni : {white}                      nikos : {black}"
+        ));
+        out.extend(block[2..].iter().map(|l| l.to_string()));
+        white += wins[k].0;
+        black += wins[k].1;
+    }
+    // The last play of the last game (Fevga): black's 3-6, whose only play is 1/off.
+    let last = out
+        .iter()
+        .rposition(|l| l.trim_start().starts_with("54) "))
+        .unwrap();
+    assert_eq!(out[last], " 54) 11: 17/16(2) 17/16/15       36: 1/off");
+    out[last] = " 54) 11: 17/16(2) 17/16/15       36: 24/18/15".to_string();
+    (out.join("\n") + "\n", last + 1)
+}
+
+/// Case 9: long `AnalyzeGame` records (3 MB, 2,001 games, about a second each to
+/// read and replay) are read on the blocking pool: more of them at once than the
+/// server has async workers (here 2) must not hold up other clients' calls. Each is
+/// answered with its INVALID_ARGUMENT.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn case9_long_records_do_not_hold_up_other_calls() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let (text, line) = long_record_with_last_play_illegal(2_001);
+    assert!(
+        (3_000_000..4_194_304).contains(&text.len()),
+        "{} bytes",
+        text.len()
+    );
+    let server = Server::start_with_env(
+        bin(),
+        &quick_args(&[]),
+        None,
+        &[("TOKIO_WORKER_THREADS", "2")],
+    );
+    let monitor = Monitor::start(&server);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let calls: Vec<_> = (0..3)
+        .map(|_| {
+            let (addr, text) = (server.grpc, text.clone());
+            tokio::spawn(async move {
+                let mut c = client(addr).await.unwrap();
+                c.analyze_game(pb::AnalyzeGameRequest {
+                    record: Some(pb::analyze_game_request::Record::Text(text)),
+                    ..Default::default()
+                })
+                .await
+                .map(|_| ())
+                .unwrap_err()
+            })
+        })
+        .collect();
+    let want = format!(
+        "text: line {line}, game 2001, move 54 (right, black): \"24/18/15\" is not a legal \
+         play for 3-6; legal plays (notation, mover's own numbering): 1/off"
+    );
+    for call in calls {
+        let e = call.await.unwrap();
+        assert_eq!(e.code(), tonic::Code::InvalidArgument, "{e:?}");
+        assert_eq!(e.message(), want);
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let w = monitor.stop().await;
+    eprintln!(
+        "case9_long_records_do_not_hold_up_other_calls: {}",
+        w.summary()
+    );
+    w.assert_ok("long records");
+    assert_quick_exit(server);
+}

@@ -526,8 +526,23 @@ impl pb::tavli_engine_server::TavliEngine for TavliEngineService {
         request: Request<pb::AnalyzeGameRequest>,
     ) -> Result<Response<Self::AnalyzeGameStream>, Status> {
         let deadline = request.extensions().get::<Deadline>().map(|d| d.0);
-        // Reading and replaying the record is quick; an error is the RPC's status.
-        let prepared = self.prepare_analysis(request.get_ref())?;
+        // Reading and replaying the record (an error is the RPC's status) takes about
+        // a second for one at the 4 MiB message limit: on the blocking pool, so that
+        // a few such requests do not hold up the async workers and every other call.
+        // The engine permit is kept until it returns, even when this future is
+        // dropped first.
+        let work = request.extensions().get::<WorkPermit>().cloned();
+        let svc = self.clone();
+        let span = tracing::Span::current();
+        let req = request.into_inner();
+        let prepared = tokio::task::spawn_blocking(move || {
+            let r = span.in_scope(|| svc.prepare_analysis(&req));
+            drop(work);
+            r
+        })
+        .await
+        .map_err(|e| ServiceError::Internal(format!("record task failed: {e}")))
+        .and_then(|r| r)?;
         let slot = self.admit_stream(deadline).await?;
         Ok(Response::new(super::analyze::spawn_analysis(
             prepared,

@@ -64,6 +64,17 @@ impl Server {
     /// Starts `bin` on ephemeral loopback ports with `args` (and, when given, a soft
     /// and hard descriptor limit), and waits until it serves.
     pub fn start(bin: &Path, args: &[String], fd_limit: Option<u64>) -> Server {
+        Server::start_with_env(bin, args, fd_limit, &[])
+    }
+
+    /// [`Server::start`] with these environment variables set for the server (e.g.
+    /// `TOKIO_WORKER_THREADS`: its async workers, as many as cores by default).
+    pub fn start_with_env(
+        bin: &Path,
+        args: &[String],
+        fd_limit: Option<u64>,
+        env: &[(&str, &str)],
+    ) -> Server {
         let mut cmd = Command::new(bin);
         cmd.args([
             "--grpc-addr",
@@ -74,6 +85,7 @@ impl Server {
         .args(args)
         .env("RUST_LOG", "info")
         .env("TAVLI_LOG_FORMAT", "text")
+        .envs(env.iter().copied())
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
