@@ -37,16 +37,18 @@ pub struct AnalyzeArgs {
     #[arg(long)]
     pub rollout: bool,
     /// Trials per rolled-out play (with --rollout).
-    #[arg(long, default_value_t = 1296)]
+    #[arg(long, default_value_t = 1296, requires = "rollout")]
     pub rollout_trials: u32,
-    /// Depth of the search that chooses the plays in the trials, 0 or 1.
-    #[arg(long, default_value_t = 0)]
+    /// Depth of the search that chooses the plays in the trials, 0 or 1 (with
+    /// --rollout).
+    #[arg(long, default_value_t = 0, requires = "rollout")]
     pub rollout_plies: u32,
-    /// The best this many plays of the ranking are rolled out, with the play made.
-    #[arg(long, default_value_t = 3)]
+    /// The best this many plays of the ranking are rolled out, with the play made
+    /// (with --rollout).
+    #[arg(long, default_value_t = 3, requires = "rollout")]
     pub rollout_candidates: u32,
-    /// Seed of the rollouts' dice.
-    #[arg(long, default_value_t = 0)]
+    /// Seed of the rollouts' dice (with --rollout).
+    #[arg(long, default_value_t = 0, requires = "rollout")]
     pub seed: u64,
     /// Print every stream message as proto3 JSON (the shape grpcurl prints).
     #[arg(long)]
