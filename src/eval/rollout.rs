@@ -49,7 +49,8 @@
 //! # Limits
 //!
 //! The trial count; the deadline and the cancellation token ([`StopWhen`]), checked
-//! before each turn of each trial, and the report callback, which may ask to stop.
+//! before each turn of each trial, and the report callback, which may ask to stop;
+//! while it waits, the workers stop a few trials ahead (a bounded channel).
 
 use super::engine::Engine;
 use super::sanity;
@@ -669,7 +670,9 @@ pub fn rollout(
     let mut error: Option<EvalError> = None;
     let mut reported = 0u32;
     std::thread::scope(|s| {
-        let (tx, rx) = mpsc::channel::<(u32, Result<[f64; 4], EvalError>)>();
+        // Bounded: while `on_report` waits (a client that reads slowly), the workers
+        // stop after a few trials ahead instead of running on.
+        let (tx, rx) = mpsc::sync_channel::<(u32, Result<[f64; 4], EvalError>)>(2 * threads);
         for _ in 0..threads {
             let (tx, ro, next) = (tx.clone(), &ro, &next);
             s.spawn(move || loop {
