@@ -501,18 +501,20 @@ fn long_record_with_last_play_illegal(games: usize) -> (String, usize) {
     (out.join("\n") + "\n", last + 1)
 }
 
-/// Case 9: long `AnalyzeGame` records (3 MB, 2,001 games, about a second each to
-/// read and replay) are read on the blocking pool: more of them at once than the
-/// server has async workers (here 2) must not hold up other clients' calls. Each is
-/// answered with its INVALID_ARGUMENT.
+/// Case 9: long `AnalyzeGame` records (159 games, about 9,650 turns, near the
+/// record limit `MAX_TURNS`) are read and replayed on the blocking pool: more of them
+/// at once than the server has async workers (here 2) must not hold up other
+/// clients' calls. Each is answered with its INVALID_ARGUMENT; a record over the
+/// limit (2,001 games, 3 MB) is refused before it is replayed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn case9_long_records_do_not_hold_up_other_calls() {
     let _one = ONE_AT_A_TIME.lock().await;
-    let (text, line) = long_record_with_last_play_illegal(2_001);
+    let (text, line) = long_record_with_last_play_illegal(159);
+    let (too_long, _) = long_record_with_last_play_illegal(2_001);
     assert!(
-        (3_000_000..4_194_304).contains(&text.len()),
+        (3_000_000..4_194_304).contains(&too_long.len()),
         "{} bytes",
-        text.len()
+        too_long.len()
     );
     let server = Server::start_with_env(
         bin(),
@@ -522,7 +524,7 @@ async fn case9_long_records_do_not_hold_up_other_calls() {
     );
     let monitor = Monitor::start(&server);
     tokio::time::sleep(Duration::from_millis(200)).await;
-    let calls: Vec<_> = (0..3)
+    let calls: Vec<_> = (0..8)
         .map(|_| {
             let (addr, text) = (server.grpc, text.clone());
             tokio::spawn(async move {
@@ -538,7 +540,7 @@ async fn case9_long_records_do_not_hold_up_other_calls() {
         })
         .collect();
     let want = format!(
-        "text: line {line}, game 2001, move 54 (right, black): \"24/18/15\" is not a legal \
+        "text: line {line}, game 159, move 54 (right, black): \"24/18/15\" is not a legal \
          play for 3-6; legal plays (notation, mover's own numbering): 1/off"
     );
     for call in calls {
@@ -546,6 +548,21 @@ async fn case9_long_records_do_not_hold_up_other_calls() {
         assert_eq!(e.code(), tonic::Code::InvalidArgument, "{e:?}");
         assert_eq!(e.message(), want);
     }
+    let e = client(server.grpc)
+        .await
+        .unwrap()
+        .analyze_game(pb::AnalyzeGameRequest {
+            record: Some(pb::analyze_game_request::Record::Text(too_long)),
+            ..Default::default()
+        })
+        .await
+        .map(|_| ())
+        .unwrap_err();
+    assert_eq!(e.code(), tonic::Code::InvalidArgument, "{e:?}");
+    assert_eq!(
+        e.message(),
+        "text: the record has 2001 games; at most 1000 per record"
+    );
     tokio::time::sleep(Duration::from_millis(200)).await;
     let w = monitor.stop().await;
     eprintln!(

@@ -270,3 +270,39 @@ fn tavli_records_are_checked() {
         "no \" N point match\" line: not a match record (docs/records.md)"
     );
 }
+
+#[test]
+fn records_are_bounded_in_games_and_turns() {
+    use tavli_engine::record::{MAX_GAMES, MAX_TURNS};
+    // 5,001 lines of two cells: one turn more than MAX_TURNS, refused before replay.
+    let mut text = String::from(" 1 point match\n\n Game 1\n a : 0                      b : 0\n");
+    for n in 1..=MAX_TURNS / 2 + 1 {
+        text.push_str(&format!(
+            "{n:>3}) 31: 8/5 6/5                  31: 8/5 6/5\n"
+        ));
+    }
+    let e = MatchRecord::parse(&text).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "the record has {} turns; at most 10000 per record",
+            MAX_TURNS + 2
+        )
+    );
+    // Structured: MAX_GAMES + 1 games without turns.
+    let game = GameInput {
+        variant: Variant::Portes,
+        starter: Some(Side::White),
+        opening: None,
+        turns: Vec::new(),
+    };
+    let games = vec![game; MAX_GAMES + 1];
+    let e = MatchRecord::from_games(0, ["a".into(), "b".into()], &games).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "the record has 1001 games; at most 1000 per record"
+    );
+    // At the limit, the same games are read.
+    let r = MatchRecord::from_games(0, ["a".into(), "b".into()], &games[..MAX_GAMES]).unwrap();
+    assert_eq!(r.games.len(), MAX_GAMES);
+}

@@ -32,6 +32,32 @@ use std::fmt;
 
 pub use replay::TurnInput;
 
+/// The most games a record may hold ([`MatchRecord::parse`], [`MatchRecord::from_games`]).
+/// With [`MAX_TURNS`] it bounds the memory of one record: a replayed turn keeps its
+/// position and play, about 13 times the text of its cell.
+pub const MAX_GAMES: usize = 1_000;
+
+/// The most turns (cells: plays, passes, cube actions) over all games of a record;
+/// a long match or money session has a few thousand.
+pub const MAX_TURNS: usize = 10_000;
+
+/// Errors when a record has more than [`MAX_GAMES`] games or [`MAX_TURNS`] turns.
+pub(crate) fn check_size(games: usize, turns: usize) -> Result<(), RecordError> {
+    if games > MAX_GAMES {
+        return Err(RecordError::at_line(
+            0,
+            format!("the record has {games} games; at most {MAX_GAMES} per record"),
+        ));
+    }
+    if turns > MAX_TURNS {
+        return Err(RecordError::at_line(
+            0,
+            format!("the record has {turns} turns; at most {MAX_TURNS} per record"),
+        ));
+    }
+    Ok(())
+}
+
 /// A whole record: the lines before the match line, the match length and the games.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MatchRecord {
@@ -139,7 +165,8 @@ impl MatchRecord {
     /// Reads a record (see `docs/records.md`) and replays it against the rules.
     ///
     /// Errors: [`RecordError`] with the 1-based line, the game and the move number and,
-    /// for a play that is not legal or is ambiguous, the legal plays.
+    /// for a play that is not legal or is ambiguous, the legal plays; more than
+    /// [`MAX_GAMES`] games or [`MAX_TURNS`] turns (line 0).
     pub fn parse(text: &str) -> Result<MatchRecord, RecordError> {
         let raw = text::parse(text)?;
         replay::replay_text(raw)

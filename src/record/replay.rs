@@ -381,6 +381,10 @@ fn end_of(
 
 /// Replays a record read from text: every game, and the scores from game to game.
 pub(crate) fn replay_text(raw: RawRecord) -> Result<MatchRecord, RecordError> {
+    super::check_size(
+        raw.games.len(),
+        raw.games.iter().map(|g| g.cells.len()).sum(),
+    )?;
     let mut games: Vec<GameRecord> = Vec::with_capacity(raw.games.len());
     for (gi, g) in raw.games.into_iter().enumerate() {
         let ctx = Ctx {
@@ -437,6 +441,7 @@ pub(crate) fn replay_structured(
     players: [String; 2],
     inputs: &[GameInput],
 ) -> Result<MatchRecord, RecordError> {
+    super::check_size(inputs.len(), inputs.iter().map(|g| g.turns.len()).sum())?;
     let mut games: Vec<GameRecord> = Vec::with_capacity(inputs.len());
     let mut score = [0u32; 2];
     for (gi, g) in inputs.iter().enumerate() {

@@ -13,7 +13,7 @@ use crate::analysis::{
 };
 use crate::eval::rollout::{DEFAULT_TRIALS, MAX_ROLLOUT_PLIES};
 use crate::eval::{CancelToken, PositionEvaluator};
-use crate::record::{GameInput, MatchRecord, RecordError, TurnInput};
+use crate::record::{GameInput, MatchRecord, RecordError, TurnInput, MAX_GAMES};
 use crate::rules::Side;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -70,6 +70,15 @@ fn structured_record(m: &pb::MatchRecord) -> Result<MatchRecord, ServiceError> {
         name(&m.white_player, "white"),
         name(&m.black_player, "black"),
     ];
+    if m.games.len() > MAX_GAMES {
+        return Err(ServiceError::invalid(
+            "structured.games",
+            format!(
+                "the record has {} games; at most {MAX_GAMES} per record",
+                m.games.len()
+            ),
+        ));
+    }
     let mut games = Vec::with_capacity(m.games.len());
     for (gi, g) in m.games.iter().enumerate() {
         let f = |s: &str| format!("structured.games[{gi}].{s}");
