@@ -437,3 +437,60 @@ async fn bad_rollout_options_are_invalid_argument() {
         );
     }
 }
+
+#[tokio::test]
+async fn structured_records_are_bounded() {
+    let server = start(64).await;
+    let mut client = server.client().await;
+    let game = pb::RecordedGame {
+        variant: pb::Variant::Portes as i32,
+        starter: pb::Side::White as i32,
+        opening_die_white: 0,
+        opening_die_black: 0,
+        turns: Vec::new(),
+    };
+    let record = |white: &str, games: usize| pb::AnalyzeGameRequest {
+        record: Some(Record::Structured(pb::MatchRecord {
+            match_length: 0,
+            white_player: white.to_string(),
+            black_player: "nikos".to_string(),
+            games: vec![game.clone(); games],
+        })),
+        ..Default::default()
+    };
+    let cases = [
+        (
+            record(&"e".repeat(65), 1),
+            "structured.white_player",
+            "a player's name has at most 64 characters",
+        ),
+        (
+            record("eleni\n Game 2", 1),
+            "structured.white_player",
+            "a player's name has no control characters (line breaks, tabs, ...)",
+        ),
+        (
+            record("eleni", 1001),
+            "structured.games",
+            "the record has 1001 games; at most 1000 per record",
+        ),
+    ];
+    for (req, field, reason) in cases {
+        let e = client.analyze_game(req).await.unwrap_err();
+        assert_eq!(e.code(), Code::InvalidArgument);
+        assert_eq!(e.message(), format!("{field}: {reason}"));
+        assert_eq!(
+            e.get_details_bad_request().unwrap().field_violations[0].field,
+            field
+        );
+    }
+    // A 64-character name is read (and each empty game is a game not finished).
+    let items = collect(&mut client, record(&"é".repeat(64), 2)).await;
+    let Some(Item::Summary(s)) = items.last() else {
+        panic!("{items:?}")
+    };
+    assert_eq!(
+        (s.games, s.players[0].player.as_str()),
+        (2, "é".repeat(64).as_str())
+    );
+}

@@ -58,17 +58,34 @@ fn threshold(v: f32, default: f32, field: &str) -> Result<f32, ServiceError> {
     Ok(if v == 0.0 { default } else { v })
 }
 
+/// The longest player name of a structured record, in characters (every game of the
+/// record repeats the names).
+pub const MAX_PLAYER_NAME: usize = 64;
+
+/// A player's name of a structured record: trimmed, `default` when empty; at most
+/// [`MAX_PLAYER_NAME`] characters and no control characters (it is written on the
+/// players line of every game of the text form).
+fn player_name(s: &str, default: &str, field: &str) -> Result<String, ServiceError> {
+    let s = s.trim();
+    if s.chars().count() > MAX_PLAYER_NAME {
+        return Err(ServiceError::invalid(
+            field,
+            format!("a player's name has at most {MAX_PLAYER_NAME} characters"),
+        ));
+    }
+    if s.chars().any(char::is_control) {
+        return Err(ServiceError::invalid(
+            field,
+            "a player's name has no control characters (line breaks, tabs, ...)",
+        ));
+    }
+    Ok(if s.is_empty() { default } else { s }.to_string())
+}
+
 fn structured_record(m: &pb::MatchRecord) -> Result<MatchRecord, ServiceError> {
-    let name = |s: &str, d: &str| {
-        if s.trim().is_empty() {
-            d.to_string()
-        } else {
-            s.trim().to_string()
-        }
-    };
     let players = [
-        name(&m.white_player, "white"),
-        name(&m.black_player, "black"),
+        player_name(&m.white_player, "white", "structured.white_player")?,
+        player_name(&m.black_player, "black", "structured.black_player")?,
     ];
     if m.games.len() > MAX_GAMES {
         return Err(ServiceError::invalid(
