@@ -136,8 +136,26 @@ impl TavliEngineService {
         &self,
         req: &pb::ListLegalPlaysRequest,
     ) -> Result<Vec<u8>, ServiceError> {
-        let (pos, dice, compact, plays) = self.legal_plays_of(req)?;
-        Ok(wire::encode_list_legal_plays(&pos, dice, &plays, compact))
+        let answer = self.list_legal_plays_answer(req)?;
+        let mut out = Vec::with_capacity(answer.size_hint());
+        answer.encode(&mut out);
+        Ok(out)
+    }
+
+    /// `ListLegalPlays` as the server answers it, before its bytes are written: the
+    /// server's encoder writes them straight into the response buffer
+    /// ([`wire::LegalPlaysAnswer::encode`]). Errors: the same.
+    pub fn list_legal_plays_answer(
+        &self,
+        req: &pb::ListLegalPlaysRequest,
+    ) -> Result<wire::LegalPlaysAnswer, ServiceError> {
+        let (position, dice, compact, plays) = self.legal_plays_of(req)?;
+        Ok(wire::LegalPlaysAnswer {
+            position,
+            dice,
+            plays,
+            compact,
+        })
     }
 
     /// The checked request of `ListLegalPlays` (position, dice, compact) and its plays
