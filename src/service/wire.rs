@@ -6,8 +6,10 @@
 //! a message and then encoded by prost, it cost about 20 µs per call on a Portes
 //! corpus: an allocation per string and list, and prost computing the length of
 //! every nested message once per level of nesting (four times for a `PointState`).
-//! [`encode_list_legal_plays`] writes the same bytes in one pass with two scratch
-//! buffers (`cargo bench --bench service`, docs/performance.md).
+//! [`LegalPlaysAnswer::encode`] writes the same bytes in one pass, straight into the
+//! response buffer (tonic's, in the server), each play through one scratch buffer
+//! with its nested fields written in place (`cargo bench --bench service`,
+//! docs/performance.md).
 //!
 //! The output is byte for byte what prost writes for the message that
 //! [`TavliEngineService::list_legal_plays`](super::TavliEngineService::list_legal_plays)
@@ -121,11 +123,10 @@ fn put_position(out: &mut Vec<u8>, p: &Position, board: impl FnOnce() -> Board) 
             (2, pt.black),
             (3, side_to_pb(pt.pinned) as u8),
         ] {
-            if v != 0 {
-                points[k] = field << 3 | VARINT;
-                points[k + 1] = v; // counts are 0..=15 and enum values 0..=2: one byte
-                k += 2;
-            }
+            // Written always, kept only when not 0 (proto3): no branch on the counts.
+            points[k] = field << 3 | VARINT;
+            points[k + 1] = v; // counts are 0..=15 and enum values 0..=2: one byte
+            k += 2 * (v != 0) as usize;
         }
         points[len_at] = (k - len_at - 1) as u8;
     }
