@@ -27,6 +27,9 @@ pub struct TavliEngineService {
     pub(super) evaluator: Option<Arc<dyn PositionEvaluator>>,
     pub(super) max_plies: u8,
     metrics: Option<Arc<Metrics>>,
+    /// `tavli_plays_per_request` of each variant (in [`Variant::ALL`]'s order),
+    /// resolved once: ListLegalPlays observes it without a label lookup per call.
+    plays_per_request: Option<[prometheus::Histogram; 3]>,
     /// Most trials of one `Rollout` ([`super::rollout`]).
     pub(super) max_rollout_trials: u32,
     /// Admission of deep searches (none: every search runs at once).
@@ -57,10 +60,14 @@ impl TavliEngineService {
         max_plies: u8,
         metrics: Option<Arc<Metrics>>,
     ) -> TavliEngineService {
+        let plays_per_request = metrics
+            .as_ref()
+            .map(|m| Variant::ALL.map(|v| m.plays_per_request.with_label_values(&[v.name()])));
         TavliEngineService {
             evaluator,
             max_plies: max_plies.min(MAX_PLIES),
             metrics,
+            plays_per_request,
             max_rollout_trials: super::rollout::DEFAULT_MAX_ROLLOUT_TRIALS,
             deep: None,
             cancel: CancelToken::new(),
@@ -136,8 +143,26 @@ impl TavliEngineService {
         &self,
         req: &pb::ListLegalPlaysRequest,
     ) -> Result<Vec<u8>, ServiceError> {
-        let (pos, dice, compact, plays) = self.legal_plays_of(req)?;
-        Ok(wire::encode_list_legal_plays(&pos, dice, &plays, compact))
+        let answer = self.list_legal_plays_answer(req)?;
+        let mut out = Vec::with_capacity(answer.size_hint());
+        answer.encode(&mut out);
+        Ok(out)
+    }
+
+    /// `ListLegalPlays` as the server answers it, before its bytes are written: the
+    /// server's encoder writes them straight into the response buffer
+    /// ([`wire::LegalPlaysAnswer::encode`]). Errors: the same.
+    pub fn list_legal_plays_answer(
+        &self,
+        req: &pb::ListLegalPlaysRequest,
+    ) -> Result<wire::LegalPlaysAnswer, ServiceError> {
+        let (position, dice, compact, plays) = self.legal_plays_of(req)?;
+        Ok(wire::LegalPlaysAnswer {
+            position,
+            dice,
+            plays,
+            compact,
+        })
     }
 
     /// The checked request of `ListLegalPlays` (position, dice, compact) and its plays
@@ -151,10 +176,13 @@ impl TavliEngineService {
         let dice = convert::dice_from_pb(req.dice.as_ref(), "dice")?;
         let compact = convert::compact_from_pb(req.detail, "detail")?;
         let plays = rules::play::legal_raw_plays(&pos, dice).at("position")?;
-        if let Some(m) = &self.metrics {
-            m.plays_per_request
-                .with_label_values(&[pos.variant.name()])
-                .observe(plays.len() as f64);
+        if let Some(h) = &self.plays_per_request {
+            let i = match pos.variant {
+                Variant::Portes => 0,
+                Variant::Plakoto => 1,
+                Variant::Fevga => 2,
+            };
+            h[i].observe(plays.len() as f64);
         }
         Ok((pos, dice, compact, plays))
     }

@@ -28,6 +28,7 @@
 //! connection: streams in flight and bytes buffered for it.
 
 use super::buffers::SEND_EPOCHS;
+use super::coalesce::{coalesce, Coalesced};
 use crate::telemetry::Metrics;
 use std::collections::HashMap;
 use std::future::Future;
@@ -622,7 +623,7 @@ pub async fn run_listener<C, F, G>(
     mut phase: watch::Receiver<Phase>,
 ) where
     C: Future + Send + 'static,
-    F: Fn(TrackedStream, Arc<ConnState>) -> C + Send + Sync + 'static,
+    F: Fn(Coalesced<TrackedStream>, Arc<ConnState>) -> C + Send + Sync + 'static,
     G: Fn(Pin<&mut C>) + Copy + Send + 'static,
 {
     let serve = Arc::new(serve);
@@ -723,7 +724,7 @@ async fn drive<C, F, G>(
     mut phase: watch::Receiver<Phase>,
 ) where
     C: Future,
-    F: Fn(TrackedStream, Arc<ConnState>) -> C,
+    F: Fn(Coalesced<TrackedStream>, Arc<ConnState>) -> C,
     G: Fn(Pin<&mut C>),
 {
     let io = match tls {
@@ -743,8 +744,9 @@ async fn drive<C, F, G>(
         state: state.clone(),
         preface_left: preface_len,
     };
-    let conn = serve(io, state.clone());
-    let mut conn = std::pin::pin!(conn);
+    // Its writes sent together after each poll of the connection ([`super::coalesce`]).
+    let (io, flusher) = coalesce(io);
+    let mut conn = flusher.around(serve(io, state.clone()));
     let mut tick = tokio::time::interval(registry.tick());
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     // When a GOAWAY was sent because of a limit: the time by which the connection
@@ -753,13 +755,13 @@ async fn drive<C, F, G>(
     let mut draining = false;
     loop {
         tokio::select! {
-            _ = conn.as_mut() => break,
+            _ = &mut conn => break,
             () = state.close.notified() => {
                 // Evicted: without a preface there is nothing to say goodbye to.
                 if !state.preface.load(Ordering::Relaxed) {
                     break;
                 }
-                graceful(conn.as_mut());
+                graceful(conn.conn());
                 closing_by.get_or_insert_with(|| Instant::now() + Duration::from_millis(250));
             }
             changed = phase.changed() => {
@@ -769,7 +771,7 @@ async fn drive<C, F, G>(
                     Phase::Draining => {
                         if !draining {
                             draining = true;
-                            graceful(conn.as_mut());
+                            graceful(conn.conn());
                         }
                     }
                     Phase::Stopped => break,
@@ -791,7 +793,7 @@ async fn drive<C, F, G>(
                         if !polite {
                             break;
                         }
-                        graceful(conn.as_mut());
+                        graceful(conn.conn());
                         closing_by = Some(Instant::now() + Duration::from_secs(1));
                     }
                 }

@@ -14,7 +14,8 @@
 //!   layer, deep-search admission, cancellation of abandoned work.
 //! - [`conn`]: the accept loop and the limits of a connection; [`buffers`]: the
 //!   bounded request and response bytes; [`inflate`]: compressed requests inflated
-//!   within those bounds; [`readiness`]: the engine's health status.
+//!   within those bounds; [`readiness`]: the engine's health status; [`coalesce`]:
+//!   a connection's writes sent together, once per poll of its task.
 //! - [`wire`]: the ListLegalPlays response written as protobuf bytes straight from the
 //!   rules core, and [`route`]: the engine service with that method answered from them.
 //! - [`server`]: [`serve`]: gRPC + health + reflection + `/metrics`, graceful shutdown.
@@ -24,6 +25,7 @@
 pub mod analyze;
 pub mod api;
 pub mod buffers;
+pub mod coalesce;
 pub mod conn;
 pub mod convert;
 pub mod error;

@@ -1,8 +1,8 @@
 //! [`EngineRoutes`]: the `tavli.v1.TavliEngine` service as the server mounts it.
 //!
 //! `ListLegalPlays` is answered with the bytes of [`super::wire`] (same response,
-//! written without building the message); every other method goes to the generated
-//! [`TavliEngineServer`]. Both use tonic's unary handling, so framing, status codes,
+//! written into tonic's response buffer without building the message); every other
+//! method goes to the generated [`TavliEngineServer`]. Both use tonic's unary handling, so framing, status codes,
 //! message-size limits, compression and the tower layers around the service are the
 //! same. Compression: requests compressed with gzip or zstd are accepted on every
 //! method (`grpc-encoding`); with [`EngineRoutes::send_compressed`] responses are
@@ -13,6 +13,7 @@
 use super::api::TavliEngineService;
 use super::pb;
 use super::pb::tavli_engine_server::TavliEngineServer;
+use super::wire::LegalPlaysAnswer;
 use super::SERVICE_NAME;
 use std::convert::Infallible;
 use std::future::Future;
@@ -123,45 +124,43 @@ where
     }
 }
 
-/// `ListLegalPlays` as a tonic unary service answering pre-encoded bytes.
+/// `ListLegalPlays` as a tonic unary service answering with the plays to write.
 struct ListLegalPlays(Arc<TavliEngineService>);
 
 impl UnaryService<pb::ListLegalPlaysRequest> for ListLegalPlays {
-    type Response = Encoded;
-    type Future = std::future::Ready<Result<Response<Encoded>, Status>>;
+    type Response = LegalPlaysAnswer;
+    type Future = std::future::Ready<Result<Response<LegalPlaysAnswer>, Status>>;
 
     fn call(&mut self, request: Request<pb::ListLegalPlaysRequest>) -> Self::Future {
         std::future::ready(
             self.0
-                .list_legal_plays_encoded(request.get_ref())
-                .map(|bytes| Response::new(Encoded(bytes)))
+                .list_legal_plays_answer(request.get_ref())
+                .map(Response::new)
                 .map_err(Status::from),
         )
     }
 }
 
-/// An encoded protobuf message, written as is.
-struct Encoded(Vec<u8>);
-
-/// Requests decoded by prost, responses already encoded.
+/// Requests decoded by prost, responses written by [`super::wire`].
 #[derive(Clone, Copy, Default)]
 struct EncodedCodec;
 
 struct EncodedEncoder;
 
 impl Encoder for EncodedEncoder {
-    type Item = Encoded;
+    type Item = LegalPlaysAnswer;
     type Error = Status;
 
-    fn encode(&mut self, item: Encoded, dst: &mut EncodeBuf<'_>) -> Result<(), Status> {
-        use bytes::BufMut;
-        dst.put_slice(&item.0);
+    /// The bytes go straight into tonic's buffer (after the frame header it left).
+    fn encode(&mut self, item: LegalPlaysAnswer, dst: &mut EncodeBuf<'_>) -> Result<(), Status> {
+        dst.reserve(item.size_hint());
+        item.encode(dst);
         Ok(())
     }
 }
 
 impl Codec for EncodedCodec {
-    type Encode = Encoded;
+    type Encode = LegalPlaysAnswer;
     type Decode = pb::ListLegalPlaysRequest;
     type Encoder = EncodedEncoder;
     type Decoder = ProstDecoder<pb::ListLegalPlaysRequest>;

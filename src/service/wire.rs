@@ -6,8 +6,10 @@
 //! a message and then encoded by prost, it cost about 20 µs per call on a Portes
 //! corpus: an allocation per string and list, and prost computing the length of
 //! every nested message once per level of nesting (four times for a `PointState`).
-//! [`encode_list_legal_plays`] writes the same bytes in one pass with two scratch
-//! buffers (`cargo bench --bench service`, docs/performance.md).
+//! [`LegalPlaysAnswer::encode`] writes the same bytes in one pass, straight into the
+//! response buffer (tonic's, in the server), each play through one scratch buffer
+//! with its nested fields written in place (`cargo bench --bench service`,
+//! docs/performance.md).
 //!
 //! The output is byte for byte what prost writes for the message that
 //! [`TavliEngineService::list_legal_plays`](super::TavliEngineService::list_legal_plays)
@@ -23,24 +25,31 @@ use crate::rules::notation;
 use crate::rules::play::to_location;
 use crate::rules::position_id::{push_gnubg_id, push_id};
 use crate::rules::{Dice, Location, Outcome, Position, Side, Variant};
+use bytes::BufMut;
 
 /// Wire type of varint fields.
 const VARINT: u8 = 0;
 /// Wire type of length-delimited fields (strings, messages).
 const LEN: u8 = 2;
 
-fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+fn put_varint(out: &mut impl BufMut, mut v: u64) {
     while v >= 0x80 {
-        out.push(v as u8 | 0x80);
+        out.put_u8(v as u8 | 0x80);
         v >>= 7;
     }
-    out.push(v as u8);
+    out.put_u8(v as u8);
+}
+
+/// Bytes of the varint of `v`.
+fn varint_len(v: u64) -> usize {
+    // 1 + floor(log2(v) / 7), and 1 for 0.
+    (64 - (v | 1).leading_zeros() as usize).div_ceil(7)
 }
 
 /// A field key; every field number here is below 16, so one byte.
-fn put_key(out: &mut Vec<u8>, field: u8, wire: u8) {
+fn put_key(out: &mut impl BufMut, field: u8, wire: u8) {
     debug_assert!(field < 16);
-    out.push(field << 3 | wire);
+    out.put_u8(field << 3 | wire);
 }
 
 /// A `uint32`/enum field, left out when 0 (proto3).
@@ -52,24 +61,53 @@ fn put_uint(out: &mut Vec<u8>, field: u8, v: u32) {
 }
 
 /// A length-delimited field (message or string) from its bytes.
-fn put_bytes(out: &mut Vec<u8>, field: u8, bytes: &[u8]) {
+fn put_bytes(out: &mut impl BufMut, field: u8, bytes: &[u8]) {
     put_key(out, field, LEN);
     put_varint(out, bytes.len() as u64);
-    out.extend_from_slice(bytes);
+    out.put_slice(bytes);
 }
 
-/// A string field written by `write` into `scratch`, left out when empty (proto3).
-fn put_text(out: &mut Vec<u8>, field: u8, scratch: &mut Vec<u8>, write: impl FnOnce(&mut Vec<u8>)) {
-    scratch.clear();
-    write(scratch);
-    if !scratch.is_empty() {
-        put_bytes(out, field, scratch);
+/// A length-delimited field written in place: its key, a length placeholder of
+/// `guess` bytes, the bytes `write` appends, then the length as the minimal varint
+/// (the bytes moved when it is not `guess` bytes long). A string left empty is left
+/// out (proto3) when `omit_empty`.
+fn put_nested(
+    out: &mut Vec<u8>,
+    field: u8,
+    guess: usize,
+    omit_empty: bool,
+    write: impl FnOnce(&mut Vec<u8>),
+) {
+    let key_at = out.len();
+    put_key(out, field, LEN);
+    let at = out.len();
+    out.resize(at + guess, 0);
+    write(out);
+    let len = out.len() - at - guess;
+    if len == 0 && omit_empty {
+        out.truncate(key_at);
+        return;
     }
+    let need = varint_len(len as u64);
+    if need != guess {
+        if need > guess {
+            out.resize(out.len() + need - guess, 0);
+        }
+        out.copy_within(at + guess..at + guess + len, at + need);
+        out.truncate(at + need + len);
+    }
+    let mut v = len;
+    for b in &mut out[at..at + need - 1] {
+        *b = v as u8 | 0x80;
+        v >>= 7;
+    }
+    out[at + need - 1] = v as u8;
 }
 
-/// `Position`: every field, as [`super::convert::position_to_pb`] fills it; `board`
-/// is `p` seen by its side to move (for the GNU Backgammon ID of a Portes position).
-fn put_position(out: &mut Vec<u8>, p: &Position, board: &Board, text: &mut Vec<u8>) {
+/// `Position`: every field, as [`super::convert::position_to_pb`] fills it;
+/// `board()` is `p` seen by its side to move (for the GNU Backgammon ID of a Portes
+/// position; not called for the other variants).
+fn put_position(out: &mut Vec<u8>, p: &Position, board: impl FnOnce() -> Board) {
     put_uint(out, 1, variant_to_pb(p.variant) as u32);
     put_uint(out, 2, side_to_pb(Some(p.turn)) as u32);
     // The 24 PointState fields, each at most three one-byte fields (so its length is
@@ -85,11 +123,10 @@ fn put_position(out: &mut Vec<u8>, p: &Position, board: &Board, text: &mut Vec<u
             (2, pt.black),
             (3, side_to_pb(pt.pinned) as u8),
         ] {
-            if v != 0 {
-                points[k] = field << 3 | VARINT;
-                points[k + 1] = v; // counts are 0..=15 and enum values 0..=2: one byte
-                k += 2;
-            }
+            // Written always, kept only when not 0 (proto3): no branch on the counts.
+            points[k] = field << 3 | VARINT;
+            points[k + 1] = v; // counts are 0..=15 and enum values 0..=2: one byte
+            k += 2 * (v != 0) as usize;
         }
         points[len_at] = (k - len_at - 1) as u8;
     }
@@ -98,9 +135,10 @@ fn put_position(out: &mut Vec<u8>, p: &Position, board: &Board, text: &mut Vec<u
     put_uint(out, 5, p.bar[1] as u32);
     put_uint(out, 6, p.off[0] as u32);
     put_uint(out, 7, p.off[1] as u32);
-    put_text(out, 8, text, |t| push_id(p, t));
+    // IDs are under 128 bytes but for the longest ones: a one-byte length first.
+    put_nested(out, 8, 1, true, |t| push_id(p, t));
     if p.variant == Variant::Portes {
-        put_text(out, 9, text, |t| push_gnubg_id(board, t));
+        put_nested(out, 9, 1, true, |t| push_gnubg_id(&board(), t));
     }
 }
 
@@ -118,8 +156,9 @@ fn location(l: Location) -> ([u8; 2], usize) {
 fn put_move(out: &mut Vec<u8>, variant: Variant, mover: Side, m: &RawMove) {
     let from = to_location(variant, mover, m.from, true);
     let to = to_location(variant, mover, m.to, false);
-    let mut b = [0u8; 12];
-    let mut n = 0;
+    let mut b = [0u8; 14];
+    b[0] = 1 << 3 | LEN;
+    let mut n = 2;
     for (field, l) in [(1u8, from), (2, to)] {
         let (loc, len) = location(l);
         b[n] = field << 3 | LEN;
@@ -137,13 +176,15 @@ fn put_move(out: &mut Vec<u8>, variant: Variant, mover: Side, m: &RawMove) {
         b[n + 1] = 1;
         n += 2;
     }
-    put_bytes(out, 1, &b[..n]);
+    b[1] = (n - 2) as u8;
+    out.extend_from_slice(&b[..n]);
 }
 
 /// `GameOutcome` as field `field` (present even when all its fields are defaults).
 fn put_outcome(out: &mut Vec<u8>, field: u8, o: &Outcome) {
-    let mut m = [0u8; 6];
-    let mut n = 0;
+    let mut m = [0u8; 8];
+    m[0] = field << 3 | LEN;
+    let mut n = 2;
     for (f, v) in [
         (1u8, side_to_pb(o.winner) as u8),
         (2, o.points),
@@ -155,42 +196,81 @@ fn put_outcome(out: &mut Vec<u8>, field: u8, o: &Outcome) {
             n += 2;
         }
     }
-    put_bytes(out, field, &m[..n]);
-}
-
-/// Scratch buffers reused across the plays of one response.
-struct Scratch {
-    position: Vec<u8>,
-    text: Vec<u8>,
+    m[1] = (n - 2) as u8;
+    out.extend_from_slice(&m[..n]);
 }
 
 /// `Play` of `mover` (as [`crate::rules::legal_plays`] converts the generator's play),
 /// with the whole resulting position, or its Position ID only when `compact`.
-fn put_play(
-    out: &mut Vec<u8>,
-    variant: Variant,
-    mover: Side,
-    p: &RawPlay,
-    compact: bool,
-    s: &mut Scratch,
-) {
+fn put_play(out: &mut Vec<u8>, variant: Variant, mover: Side, p: &RawPlay, compact: bool) {
     for m in p.moves() {
         put_move(out, variant, mover, m);
     }
     // Notation is never empty (`pass` for no move).
-    put_text(out, 2, &mut s.text, |t| notation::push(p.moves(), t));
+    put_nested(out, 2, 1, true, |t| notation::push(p.moves(), t));
     let position = p.board.to_position(variant, mover, mover.opponent());
     if !compact {
-        s.position.clear();
-        let next = p.board.mirror(variant); // the position seen by its side to move
-        put_position(&mut s.position, &position, &next, &mut s.text);
-        put_bytes(out, 3, &s.position);
+        // A whole position is 100 to 400 bytes: a two-byte length first.
+        put_nested(out, 3, 2, false, |t| {
+            // The position seen by its side to move.
+            put_position(t, &position, || p.board.mirror(variant))
+        });
     }
     if let Some(o) = p.outcome {
         put_outcome(out, 4, &o.to_outcome(mover));
     }
     if compact {
-        put_text(out, 5, &mut s.text, |t| push_id(&position, t));
+        put_nested(out, 5, 1, true, |t| push_id(&position, t));
+    }
+}
+
+/// A `ListLegalPlaysResponse` to be written: the checked position, the dice, the
+/// legal plays as the generator gives them
+/// ([`crate::rules::play::legal_raw_plays`]) and whether the plays are compact.
+#[derive(Debug)]
+pub struct LegalPlaysAnswer {
+    /// The position of the request (its side to move moves).
+    pub position: Position,
+    /// The roll.
+    pub dice: Dice,
+    /// Every legal play.
+    pub plays: Vec<RawPlay>,
+    /// `PLAY_DETAIL_COMPACT`: each play with its Position ID instead of its position.
+    pub compact: bool,
+}
+
+impl LegalPlaysAnswer {
+    /// About the encoded length in bytes (at least it for most answers: a buffer
+    /// this large rarely grows).
+    pub fn size_hint(&self) -> usize {
+        let per_play = if self.compact { 128 } else { 320 };
+        384 + per_play * self.plays.len()
+    }
+
+    /// Appends the encoded message (without gRPC's 5-byte frame header) to `dst`:
+    /// identical to the prost encoding of what
+    /// [`super::TavliEngineService::list_legal_plays`] returns. Each play is written
+    /// into one scratch buffer, then copied to `dst` after its length.
+    pub fn encode(&self, dst: &mut impl BufMut) {
+        let pos = &self.position;
+        let mut scratch = Vec::with_capacity(if self.compact { 256 } else { 512 });
+        put_position(&mut scratch, pos, || Board::from_position(pos, pos.turn));
+        put_bytes(dst, 1, &scratch);
+        put_bytes(
+            dst,
+            2,
+            &[
+                1 << 3 | VARINT,
+                self.dice.die1(),
+                2 << 3 | VARINT,
+                self.dice.die2(),
+            ],
+        );
+        for p in &self.plays {
+            scratch.clear();
+            put_play(&mut scratch, pos.variant, pos.turn, p, self.compact);
+            put_bytes(dst, 3, &scratch);
+        }
     }
 }
 
@@ -204,27 +284,14 @@ pub fn encode_list_legal_plays(
     plays: &[RawPlay],
     compact: bool,
 ) -> Vec<u8> {
-    let per_play = if compact { 128 } else { 320 };
-    let mut out = Vec::with_capacity(384 + per_play * plays.len());
-    let mut s = Scratch {
-        position: Vec::with_capacity(384),
-        text: Vec::with_capacity(96),
+    let answer = LegalPlaysAnswer {
+        position: *position,
+        dice,
+        plays: plays.to_vec(),
+        compact,
     };
-    let board = Board::from_position(position, position.turn);
-    put_position(&mut s.position, position, &board, &mut s.text);
-    put_bytes(&mut out, 1, &s.position);
-    put_bytes(
-        &mut out,
-        2,
-        &[1 << 3 | VARINT, dice.die1(), 2 << 3 | VARINT, dice.die2()],
-    );
-    let mut play = Vec::with_capacity(per_play);
-    let (variant, mover) = (position.variant, position.turn);
-    for p in plays {
-        play.clear();
-        put_play(&mut play, variant, mover, p, compact, &mut s);
-        put_bytes(&mut out, 3, &play);
-    }
+    let mut out = Vec::with_capacity(answer.size_hint());
+    answer.encode(&mut out);
     out
 }
 
