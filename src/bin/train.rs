@@ -1,4 +1,4 @@
-//! TD(λ) self-play training of the Tavli nets (see `src/eval/td.rs`, docs/training.md).
+//! TD(λ) self-play training of the Tavli nets (see `src/train/td.rs`, docs/training.md).
 //!
 //! ```text
 //! cargo run --release --bin train -- --variant portes --games 100000 --seed 1 \
@@ -14,17 +14,17 @@ use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::sync::Arc;
 use std::time::Instant;
-use tavli_engine::eval::heuristic::Heuristic;
 use tavli_engine::eval::inputs::{encode, SparseInputs};
 use tavli_engine::eval::net::{Net, NetEvaluator};
-use tavli_engine::eval::pubeval::PubEval;
-use tavli_engine::eval::td::{
-    play_match, start_board, start_probabilities, GreedyPolicy, Policy, RandomPolicy, TdConfig,
-    Trainer,
-};
 use tavli_engine::eval::Evaluator;
 use tavli_engine::rules::movegen::generate;
 use tavli_engine::rules::Variant;
+use tavli_engine::train::heuristic::Heuristic;
+use tavli_engine::train::pubeval::PubEval;
+use tavli_engine::train::td::{
+    play_match, start_board, start_probabilities, GreedyPolicy, Policy, RandomPolicy, TdConfig,
+    Trainer,
+};
 
 #[derive(Parser, Debug)]
 #[command(about = "TD(lambda) self-play training of a Tavli net")]

@@ -221,9 +221,9 @@ pub fn is_exact_bearoff(variant: Variant, board: &Board) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::eval::heuristic::Heuristic;
-    use crate::eval::pubeval::PubEval;
     use crate::rules::{legal_plays, Side};
+    use crate::train::heuristic::Heuristic;
+    use crate::train::pubeval::PubEval;
 
     fn baselines() -> Engine {
         Engine::with_evaluators(

@@ -1,18 +1,16 @@
 //! Position evaluation (cubeless, for the side to move, before rolling).
 //!
 //! The contract used by the service and the tools. Implementations live in the
-//! sub-modules (bear-off database, neural nets, baselines, n-ply search).
+//! sub-modules (bear-off database, neural nets, n-ply search). This module is what the
+//! server runs; training, baselines and strength matches live in [`crate::train`],
+//! which depends on this module and never the other way round.
 
 pub mod inputs;
 pub mod net;
-pub mod td;
 
 pub mod bearoff;
 pub mod engine;
-pub mod heuristic;
-pub mod pubeval;
 pub mod search;
-pub mod strength;
 
 use crate::rules::board::Board;
 use crate::rules::{Dice, Play, Position, RulesError, Variant};

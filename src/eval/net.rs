@@ -1,6 +1,7 @@
 //! A small multilayer perceptron per variant, trained by TD(λ) self-play
-//! ([`super::td`], after Tesauro's TD-Gammon, 1992/1995), with allocation-free f32
-//! inference and a simple checksummed file format.
+//! ([`crate::train::td`], after Tesauro's TD-Gammon, 1992/1995), with allocation-free f32
+//! inference and a simple checksummed file format. Initialisation and the gradient
+//! step are training code: [`crate::train::sgd`].
 //!
 //! Shape: `inputs` ([`num_inputs`]) → `hidden` ReLU units → 4 sigmoid outputs
 //! `[win, win_mars, lose_mars, draw]`, all **absolute** probabilities for the side to
@@ -35,8 +36,6 @@ use super::inputs::{encode, num_inputs, SparseInputs};
 use super::{Evaluator, Probabilities};
 use crate::rules::board::Board;
 use crate::rules::Variant;
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha8Rng;
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
@@ -128,13 +127,13 @@ pub struct Net {
 }
 
 #[inline(always)]
-fn sigmoid(z: f32) -> f32 {
+pub(crate) fn sigmoid(z: f32) -> f32 {
     1.0 / (1.0 + (-z).exp())
 }
 
 /// Dot product with 8 independent accumulators (so the compiler vectorises it).
 #[inline(always)]
-fn dot(a: &[f32], b: &[f32]) -> f32 {
+pub(crate) fn dot(a: &[f32], b: &[f32]) -> f32 {
     let mut acc = [0.0f32; 8];
     let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
     let (ra, rb) = (ca.remainder(), cb.remainder());
@@ -171,27 +170,6 @@ pub fn to_probabilities(variant: Variant, y: [f32; OUTPUTS]) -> Probabilities {
 }
 
 impl Net {
-    /// A fresh net with small random weights (He-style for the ~40 active inputs),
-    /// deterministic from `seed`. Panics when `hidden` is 0 or above [`MAX_HIDDEN`].
-    pub fn new_random(variant: Variant, hidden: usize, seed: u64) -> Net {
-        assert!((1..=MAX_HIDDEN).contains(&hidden), "hidden must be 1..=256");
-        let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        let n = num_inputs(variant);
-        let a1 = (6.0f32 / 40.0).sqrt();
-        let a2 = (6.0f32 / hidden as f32).sqrt() * 0.5;
-        Net {
-            variant,
-            hidden,
-            w1: (0..n * hidden).map(|_| rng.random_range(-a1..a1)).collect(),
-            b1: vec![0.0; hidden],
-            w2: (0..OUTPUTS * hidden)
-                .map(|_| rng.random_range(-a2..a2))
-                .collect(),
-            b2: [0.0, -2.0, -2.0, -4.0],
-            games: 0,
-        }
-    }
-
     /// Number of inputs.
     pub fn inputs(&self) -> usize {
         num_inputs(self.variant)
@@ -199,7 +177,7 @@ impl Net {
 
     /// Hidden pre-activations into `h[..hidden]`.
     #[inline(always)]
-    fn hidden_pre(&self, x: &SparseInputs, h: &mut [f32]) {
+    pub(crate) fn hidden_pre(&self, x: &SparseInputs, h: &mut [f32]) {
         let hn = self.hidden;
         h.copy_from_slice(&self.b1);
         for (j, v) in x.iter() {
@@ -239,58 +217,6 @@ impl Net {
     #[inline]
     pub fn eval(&self, board: &Board) -> Probabilities {
         to_probabilities(self.variant, self.eval_raw(board))
-    }
-
-    /// One stochastic gradient step of the cross-entropy between the sigmoid outputs
-    /// and `target` (each in `[0, 1]`; the draw target is ignored outside Plakoto),
-    /// with step size `alpha`. Returns the outputs before the step.
-    pub fn train(&mut self, x: &SparseInputs, target: &[f32; OUTPUTS], alpha: f32) -> [f32; 4] {
-        let hn = self.hidden;
-        let mut pre = [0.0f32; MAX_HIDDEN];
-        let mut act = [0.0f32; MAX_HIDDEN];
-        self.hidden_pre(x, &mut pre[..hn]);
-        for (a, &p) in act[..hn].iter_mut().zip(&pre[..hn]) {
-            *a = p.max(0.0);
-        }
-        let mut y = [0.0; OUTPUTS];
-        let mut e = [0.0; OUTPUTS];
-        for k in 0..OUTPUTS {
-            let w = &self.w2[k * hn..(k + 1) * hn];
-            y[k] = sigmoid(self.b2[k] + dot(w, &act[..hn]));
-            e[k] = target[k] - y[k];
-        }
-        if self.variant != Variant::Plakoto {
-            e[3] = 0.0;
-        }
-        // Back-propagate through the old output weights.
-        let mut dh = [0.0f32; MAX_HIDDEN];
-        for (k, &ek) in e.iter().enumerate() {
-            let w = &self.w2[k * hn..(k + 1) * hn];
-            for (d, &wk) in dh[..hn].iter_mut().zip(w) {
-                *d += ek * wk;
-            }
-        }
-        for (d, &p) in dh[..hn].iter_mut().zip(&pre[..hn]) {
-            *d = if p > 0.0 { *d * alpha } else { 0.0 };
-        }
-        for (k, &ek) in e.iter().enumerate() {
-            let g = alpha * ek;
-            self.b2[k] += g;
-            let w = &mut self.w2[k * hn..(k + 1) * hn];
-            for (wk, &a) in w.iter_mut().zip(&act[..hn]) {
-                *wk += g * a;
-            }
-        }
-        for (b, &d) in self.b1.iter_mut().zip(&dh[..hn]) {
-            *b += d;
-        }
-        for (j, v) in x.iter() {
-            let col = &mut self.w1[j * hn..(j + 1) * hn];
-            for (w, &d) in col.iter_mut().zip(&dh[..hn]) {
-                *w += v * d;
-            }
-        }
-        y
     }
 
     /// Serialises to the `.tnet` format (see the module docs).
@@ -530,23 +456,6 @@ mod tests {
     }
 
     #[test]
-    fn training_moves_outputs_towards_target() {
-        let mut net = Net::new_random(Variant::Plakoto, 16, 3);
-        let mut x = SparseInputs::default();
-        encode(Variant::Plakoto, &start(Variant::Plakoto), &mut x);
-        let target = [0.9, 0.3, 0.05, 0.02];
-        let before = net.forward(&x);
-        for _ in 0..200 {
-            net.train(&x, &target, 0.05);
-        }
-        let after = net.forward(&x);
-        for k in 0..4 {
-            assert!((after[k] - target[k]).abs() < (before[k] - target[k]).abs());
-            assert!((after[k] - target[k]).abs() < 0.02, "{k}: {after:?}");
-        }
-    }
-
-    #[test]
     fn embedded_nets_parse_when_present() {
         for v in Variant::ALL {
             if !default_bytes(v).is_empty() {
@@ -556,10 +465,6 @@ mod tests {
                 let p = e.eval_board(v, &start(v));
                 assert!(p.win > 0.2 && p.win < 0.8, "{v}: {p:?}");
                 assert!(p.win_mars <= p.win && p.lose_mars <= p.lose());
-                // A trained net beats random play by far (about +1.9 points a game).
-                let me = crate::eval::td::GreedyPolicy(e.clone());
-                let r = crate::eval::td::play_match(v, &me, &crate::eval::td::RandomPolicy, 20, 3);
-                assert!(r.ppg() > 1.0, "{v}: {r:?}");
             }
         }
     }

@@ -386,8 +386,8 @@ impl<'a> Search<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::eval::pubeval::PubEval;
     use crate::rules::{Position, Side};
+    use crate::train::pubeval::PubEval;
     use std::time::Instant;
 
     fn search(variant: Variant, e: &dyn Evaluator) -> Search<'_> {

@@ -26,7 +26,7 @@
 //! moved and are not comparable across positions, so use it at 0 plies (at 1 ply it
 //! plays much worse, see `docs/strength.md`).
 
-use super::{Evaluator, Probabilities};
+use crate::eval::{Evaluator, Probabilities};
 use crate::rules::board::{Board, BAR, OFF};
 use crate::rules::Variant;
 

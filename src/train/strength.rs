@@ -22,11 +22,11 @@
 //! Players are built by name from a [`Registry`]; add an entry to [`Registry::standard`]
 //! to make a new evaluator available to the tool.
 
-use super::bearoff::BearoffDb;
 use super::heuristic::{Heuristic, RandomEvaluator};
 use super::pubeval::PubEval;
-use super::search::{outcome_probabilities, roll_weight, with_scratch, MoveFilter, Search};
-use super::{Evaluator, StopWhen, MAX_PLIES};
+use crate::eval::bearoff::BearoffDb;
+use crate::eval::search::{outcome_probabilities, roll_weight, with_scratch, MoveFilter, Search};
+use crate::eval::{Evaluator, StopWhen, MAX_PLIES};
 use crate::rules::board::{Board, RelOutcome};
 use crate::rules::movegen::{generate, RawPlay};
 use crate::rules::{Dice, Position, Side, Variant};
@@ -356,7 +356,7 @@ fn play_game(
         board = play.board.mirror(variant);
         mover = mover.opponent();
         if let Some((won, o)) = board.game_over_for_mover(variant) {
-            let p = super::search::game_over_probabilities(won, o);
+            let p = crate::eval::search::game_over_probabilities(won, o);
             let sign = if mover == Side::White { 1.0 } else { -1.0 };
             let pts = sign * p.equity();
             result.points = pts as i8;

@@ -1,0 +1,20 @@
+//! Training and strength tooling, apart from the runtime evaluator ([`crate::eval`]).
+//!
+//! As wildbg keeps its trainer (`crates/coach`) apart from its engine and GNU
+//! Backgammon its training tools apart from `eval.c`: [`crate::eval`] is what the server
+//! runs; this module holds what only the tools (`src/bin/train.rs`,
+//! `src/bin/strength.rs`), tests and benchmarks use. It depends on [`crate::eval`],
+//! never the other way round, so the server binary (`src/main.rs`) does not step
+//! through it.
+//!
+//! - [`sgd`]: initialisation and the gradient step of a [`crate::eval::net::Net`].
+//! - [`td`]: TD(λ) self-play and quick matches between policies.
+//! - [`strength`]: matches between evaluators on game pairs with the same dice.
+//! - [`pubeval`], [`heuristic`]: fixed baselines (Tesauro's pubeval for Portes, a
+//!   hand-written heuristic for Plakoto and Fevga, a random evaluator).
+
+pub mod heuristic;
+pub mod pubeval;
+pub mod sgd;
+pub mod strength;
+pub mod td;
