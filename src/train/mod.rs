@@ -9,12 +9,16 @@
 //!
 //! - [`sgd`]: initialisation and the gradient step of a [`crate::eval::net::Net`].
 //! - [`td`]: TD(λ) self-play and quick matches between policies.
+//! - [`supervised`]: positions from self-play, labels by the engine's own search, fits.
+//! - [`data`]: the positions files of the supervised steps.
 //! - [`strength`]: matches between evaluators on game pairs with the same dice.
 //! - [`pubeval`], [`heuristic`]: fixed baselines (Tesauro's pubeval for Portes, a
 //!   hand-written heuristic for Plakoto and Fevga, a random evaluator).
 
+pub mod data;
 pub mod heuristic;
 pub mod pubeval;
 pub mod sgd;
 pub mod strength;
+pub mod supervised;
 pub mod td;

@@ -2,23 +2,25 @@
 //! (cross-entropy of the sigmoid outputs, plain SGD). The runtime forward pass and the
 //! file format stay in [`crate::eval::net`].
 
-use crate::eval::inputs::{num_inputs, SparseInputs};
+use crate::eval::inputs::{InputSet, SparseInputs};
 use crate::eval::net::{dot, sigmoid, Net, MAX_HIDDEN, OUTPUTS};
 use crate::rules::Variant;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 impl Net {
-    /// A fresh net with small random weights (He-style for the ~40 active inputs),
-    /// deterministic from `seed`. Panics when `hidden` is 0 or above [`MAX_HIDDEN`].
-    pub fn new_random(variant: Variant, hidden: usize, seed: u64) -> Net {
+    /// A fresh net reading `input_set` with small random weights (He-style for the
+    /// ~40 active inputs), deterministic from `seed`. Panics when `hidden` is 0 or
+    /// above [`MAX_HIDDEN`].
+    pub fn new_random(variant: Variant, input_set: InputSet, hidden: usize, seed: u64) -> Net {
         assert!((1..=MAX_HIDDEN).contains(&hidden), "hidden must be 1..=256");
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        let n = num_inputs(variant);
+        let n = input_set.count(variant);
         let a1 = (6.0f32 / 40.0).sqrt();
         let a2 = (6.0f32 / hidden as f32).sqrt() * 0.5;
         Net {
             variant,
+            input_set,
             hidden,
             w1: (0..n * hidden).map(|_| rng.random_range(-a1..a1)).collect(),
             b1: vec![0.0; hidden],
@@ -86,7 +88,6 @@ impl Net {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::eval::inputs::encode;
     use crate::rules::board::Board;
     use crate::rules::{Position, Side};
 
@@ -96,9 +97,9 @@ mod tests {
 
     #[test]
     fn training_moves_outputs_towards_target() {
-        let mut net = Net::new_random(Variant::Plakoto, 16, 3);
+        let mut net = Net::new_random(Variant::Plakoto, InputSet::V2, 16, 3);
         let mut x = SparseInputs::default();
-        encode(Variant::Plakoto, &start(Variant::Plakoto), &mut x);
+        net.encode(&start(Variant::Plakoto), &mut x);
         let target = [0.9, 0.3, 0.05, 0.02];
         let before = net.forward(&x);
         for _ in 0..200 {

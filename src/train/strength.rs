@@ -94,13 +94,13 @@ fn make_heuristic(v: Variant, _: Option<&str>) -> Result<Arc<dyn Evaluator>, Str
 }
 
 fn make_net(v: Variant, arg: Option<&str>) -> Result<Arc<dyn Evaluator>, String> {
-    use crate::eval::net::{load_default, Net, NetEvaluator};
+    use crate::eval::net::{load_default, NetEvaluator, Nets};
     match arg {
         None => load_default(v)
             .map(|n| n as Arc<dyn Evaluator>)
             .ok_or_else(|| format!("no committed net for {v}")),
         Some(path) => {
-            let net = Net::load(path).map_err(|e| format!("{path}: {e}"))?;
+            let net = Nets::load(path).map_err(|e| format!("{path}: {e}"))?;
             if net.variant != v {
                 return Err(format!("{path}: a {} net, not {v}", net.variant));
             }

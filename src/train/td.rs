@@ -17,7 +17,7 @@
 //! sides). After the game every visited board `s_t` is trained towards `G_t` with the
 //! cross-entropy gradient of the sigmoid outputs ([`Net::train`]).
 
-use crate::eval::inputs::{encode, SparseInputs};
+use crate::eval::inputs::SparseInputs;
 use crate::eval::net::{to_probabilities, Net, OUTPUTS};
 use crate::eval::{Evaluator, Probabilities};
 use crate::rules::board::{Board, RelOutcome};
@@ -293,7 +293,7 @@ impl Trainer {
             }
             let chosen = self.plays[best.1];
             let mut x = SparseInputs::default();
-            encode(variant, &board, &mut x);
+            self.net.encode(&board, &mut x);
             self.states.push(x);
             self.values.push(best.2);
             stats.plies = ply + 1;
@@ -341,6 +341,7 @@ pub fn start_probabilities(net: &Net) -> Probabilities {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::eval::inputs::InputSet;
     use crate::eval::net::NetEvaluator;
 
     #[test]
@@ -378,7 +379,7 @@ mod tests {
                 lambda: 0.7,
                 epsilon: 0.0,
             };
-            let net = Net::new_random(v, 8, 1);
+            let net = Net::new_random(v, InputSet::V2, 8, 1);
             let mut t1 = Trainer::new(net.clone(), cfg, 5);
             let mut t2 = Trainer::new(net.clone(), cfg, 5);
             for _ in 0..3 {
@@ -406,7 +407,10 @@ mod tests {
 
     #[test]
     fn greedy_net_policy_plays_legal_games() {
-        let e = Arc::new(NetEvaluator::new(Net::new_random(Variant::Fevga, 8, 9)));
+        let e = Arc::new(NetEvaluator::single(
+            2,
+            Net::new_random(Variant::Fevga, InputSet::V2, 8, 9),
+        ));
         let r = play_match(Variant::Fevga, &GreedyPolicy(e), &RandomPolicy, 4, 1);
         assert_eq!(r.games, 4);
         assert_eq!(r.wins + r.losses + r.draws, 4);
