@@ -32,13 +32,12 @@ use tavli_engine::rules::movegen::generate;
 use tavli_engine::rules::Variant;
 use tavli_engine::train::data::DataSet;
 use tavli_engine::train::heuristic::Heuristic;
-use tavli_engine::train::pubeval::PubEval;
 use tavli_engine::train::supervised::{
     fit, label, self_play_positions, FitConfig, GenConfig, Subset,
 };
 use tavli_engine::train::td::{
-    play_match, start_board, start_probabilities, GreedyPolicy, Policy, RandomPolicy, TdConfig,
-    Trainer,
+    play_match, start_board, start_probabilities, GreedyPolicy, Policy, PubEvalPolicy,
+    RandomPolicy, TdConfig, Trainer,
 };
 
 #[derive(Parser, Debug)]
@@ -282,7 +281,7 @@ fn baseline(name: &str, variant: Variant) -> Option<Box<dyn Policy>> {
     }
     match name {
         "random" => Some(Box::new(RandomPolicy)),
-        "pubeval" => Some(Box::new(GreedyPolicy(Arc::new(PubEval)))),
+        "pubeval" => Some(Box::new(PubEvalPolicy)),
         "heuristic" => Some(Box::new(GreedyPolicy(Arc::new(Heuristic)))),
         _ => None,
     }

@@ -39,6 +39,13 @@ use std::sync::Arc;
 pub enum Strategy {
     /// A uniformly random legal play (its own random stream).
     Random,
+    /// Tesauro's pubeval move choice ([`crate::train::pubeval::best_play`]: weights by
+    /// the position before the move, no bear-off database), the `pubeval` player at 0
+    /// plies; `eval` is [`PubEval`] (for the luck reference).
+    PubEval {
+        /// [`PubEval`] as an evaluator.
+        eval: Arc<dyn Evaluator>,
+    },
     /// The best play by the search (bear-off database, then `eval`, `plies` deep).
     Search {
         /// The static evaluator.
@@ -62,7 +69,7 @@ impl Player {
     pub fn evaluator(&self) -> Option<&Arc<dyn Evaluator>> {
         match &self.strategy {
             Strategy::Random => None,
-            Strategy::Search { eval, .. } => Some(eval),
+            Strategy::PubEval { eval } | Strategy::Search { eval, .. } => Some(eval),
         }
     }
 }
@@ -116,7 +123,11 @@ impl Registry {
         Registry {
             entries: vec![
                 ("random", "a uniformly random legal play", None),
-                ("pubeval", "Tesauro's pubeval (Portes)", Some(make_pubeval)),
+                (
+                    "pubeval",
+                    "Tesauro's pubeval (Portes; at 0 plies its own move choice)",
+                    Some(make_pubeval),
+                ),
                 (
                     "heuristic",
                     "hand-written baseline (Plakoto, Fevga)",
@@ -162,6 +173,9 @@ impl Registry {
         };
         let strategy = match entry.2 {
             None => Strategy::Random,
+            Some(make) if name == "pubeval" && plies == 0 => Strategy::PubEval {
+                eval: make(variant, arg)?,
+            },
             Some(make) => Strategy::Search {
                 eval: make(variant, arg)?,
                 plies,
@@ -336,6 +350,7 @@ fn play_game(
         let player = players[mover.index()];
         let chosen = match &player.strategy {
             Strategy::Random => choice_rng.random_range(0..plays.len()),
+            Strategy::PubEval { .. } => crate::train::pubeval::best_play(&board, &plays),
             Strategy::Search { eval, plies } => {
                 let s = search_of(variant, &**eval);
                 with_scratch(|sc| s.best_play(sc, &plays, *plies))

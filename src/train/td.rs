@@ -120,6 +120,18 @@ impl Policy for GreedyPolicy {
     }
 }
 
+/// Tesauro's pubeval move choice ([`super::pubeval::best_play`], Portes).
+pub struct PubEvalPolicy;
+
+impl Policy for PubEvalPolicy {
+    fn choose(&self, _: Variant, board: &Board, plays: &[RawPlay], _: &mut ChaCha8Rng) -> usize {
+        super::pubeval::best_play(board, plays)
+    }
+    fn label(&self, _: Variant) -> String {
+        "pubeval".into()
+    }
+}
+
 /// Result of [`play_match`], from player `a`'s view.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct MatchResult {
