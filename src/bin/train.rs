@@ -131,6 +131,9 @@ struct GenArgs {
     /// Probability of a uniformly random play at each turn.
     #[arg(long, default_value_t = 0.05)]
     epsilon: f32,
+    /// Also keep the positions after this many next best plays of every turn.
+    #[arg(long, default_value_t = 0)]
+    alternatives: usize,
     /// Worker threads (the result does not depend on it).
     #[arg(long, default_value_t = 2)]
     threads: usize,
@@ -175,19 +178,20 @@ struct FitArgs {
     /// Which net of the file to fit: all (one net for every position), contact or race.
     #[arg(long, default_value = "all")]
     role: String,
-    /// Start from the net of this role in this .tnet file (else a new net).
+    /// Start from the net of this role in this .tnet file (else a new net); a race
+    /// net starts from the main net when the file has no race net.
     #[arg(long)]
     init: Option<String>,
     /// Keep the other net (race for --role contact, contact for --role race) from this file.
     #[arg(long)]
     base: Option<String>,
-    /// Hidden units of a new net.
+    /// Hidden units of a new net; a smaller --init net is widened to this many.
     #[arg(long, default_value_t = 128)]
     hidden: usize,
-    /// Inputs of a new net: v1 or v2.
-    #[arg(long, default_value = "v2")]
+    /// Inputs of the net: v1, v2 or v3; an --init net with other inputs is widened.
+    #[arg(long, default_value = "v3")]
     input_set: String,
-    /// Passes over the data.
+    /// Passes over the data (0: only report the hold-out figures of --init).
     #[arg(long, default_value_t = 10)]
     epochs: u32,
     /// Step size at the start (linear decay to --alpha-end).
@@ -252,7 +256,8 @@ fn input_set_of(name: &str) -> InputSet {
     match name {
         "v1" => InputSet::V1,
         "v2" => InputSet::V2,
-        _ => die(format!("unknown input set {name} (v1 or v2)")),
+        "v3" => InputSet::V3,
+        _ => die(format!("unknown input set {name} (v1, v2 or v3)")),
     }
 }
 
@@ -377,6 +382,7 @@ fn gen(a: GenArgs) {
         epsilon: a.epsilon,
         threads: a.threads,
         max_turns: 5000,
+        alternatives: a.alternatives,
     };
     let done = AtomicUsize::new(0);
     let set = with_progress("games", a.games as usize, &done, || {
@@ -430,15 +436,23 @@ fn fit_cmd(a: FitArgs) {
     };
     let pick = |nets: Nets| -> Net {
         match subset {
-            Subset::Race => nets
-                .race
-                .unwrap_or_else(|| die("no race net to start from")),
+            // A race net starts from the main net when the file has none.
+            Subset::Race => nets.race.unwrap_or(nets.main),
             _ => nets.main,
         }
     };
+    let set = input_set_of(&a.input_set);
     let mut net = match &a.init {
-        Some(p) => pick(load_nets(p, variant)),
-        None => Net::new_random(variant, input_set_of(&a.input_set), a.hidden, a.seed),
+        Some(p) => {
+            let n = pick(load_nets(p, variant));
+            if n.input_set != set || n.hidden < a.hidden {
+                // Warm start of a wider net (more features or hidden units).
+                n.widen(set, a.hidden.max(n.hidden), a.seed)
+            } else {
+                n
+            }
+        }
+        None => Net::new_random(variant, set, a.hidden, a.seed),
     };
     let cfg = FitConfig {
         epochs: a.epochs,

@@ -20,7 +20,7 @@ use crate::rules::board::{Board, BAR};
 use crate::rules::Variant;
 
 /// Number of features per side ([`side_features`]).
-pub const SIDE_FEATURES: usize = 16;
+pub const SIDE_FEATURES: usize = 20;
 
 /// Bits of own points 1..=24.
 const POINTS_MASK: u32 = 0x01ff_fffe;
@@ -252,6 +252,10 @@ fn start_pips(variant: Variant) -> f32 {
 /// | 13 | Plakoto: our mother stands alone and free on own 24 (one pin away from losing 2 points, R5.5) |
 /// | 14 | Plakoto: rolls (÷ 36) on which we can pin the opponent's lone mother on own 1 |
 /// | 15 | own checkers still on own 24 (the start) ÷ 15 |
+/// | 16 | pips the opponent loses to our hits: Σ over rolls of the farthest target hit (its distance from its start) ÷ (36 · 24) |
+/// | 17 | containment of our outer checkers: over own 13..=24, the most rolls (÷ 36) that fail to escape (see 2) from one point |
+/// | 18 | mobility: Σ over own checkers outside home of (escapes ÷ 36) × (point − 6), ÷ 100 |
+/// | 19 | our most advanced anchor in the opponent's home (own 19..=24, a point closed to it): (point − 18) ÷ 6, else 0 |
 pub fn side_features(variant: Variant, b: &Board, out: &mut [f32; SIDE_FEATURES]) {
     side_features_inline(variant, b, out)
 }
@@ -301,7 +305,7 @@ pub(crate) fn side_features_inline(variant: Variant, b: &Board, out: &mut [f32; 
     } else {
         0
     };
-    let (mut p1, mut p2, mut pm) = (0u32, 0u32, 0u32);
+    let (mut p1, mut p2, mut pm, mut loss) = (0u32, 0u32, 0u32, 0u32);
     if m.targets != 0 {
         let src = m.own_free | if bar > 0 { 1 << 25 } else { 0 };
         for &(h, l, w) in &ROLLS {
@@ -309,8 +313,22 @@ pub(crate) fn side_features_inline(variant: Variant, b: &Board, out: &mut [f32; 
             p1 += w * (hit != 0) as u32;
             p2 += w * (hit.count_ones() >= 2) as u32;
             pm += w * (hit & mother != 0) as u32;
+            // A target on own point t has come t pips from its start (R1).
+            loss += w * highest(hit) as u32;
         }
     }
+    // Containment and mobility.
+    let mut worst = 0u32;
+    for i in 13..=24 {
+        worst = worst.max(36 - escapes(i, m.closed_to_own));
+    }
+    let mut mobility = 19 * bar as u32 * escapes(25, m.closed_to_own);
+    for (i, &c) in n.iter().enumerate().skip(7) {
+        if c > 0 {
+            mobility += c * (i as u32 - 6) * escapes(i, m.closed_to_own);
+        }
+    }
+    let anchor = highest(m.closed_to_opp >> 18 & 0x7e);
     // Break contact: own checkers behind the opponent's rearmost checker, which is at
     // the lowest own index holding one (its bar counts as 0).
     let brk = if variant == Variant::Fevga {
@@ -350,6 +368,10 @@ pub(crate) fn side_features_inline(variant: Variant, b: &Board, out: &mut [f32; 
         mother_alone as u32 as f32,
         pm as f32 / 36.0,
         n[24] as f32 / 15.0,
+        loss as f32 / (36.0 * 24.0),
+        worst as f32 / 36.0,
+        mobility as f32 / 3600.0,
+        anchor as f32 / 6.0,
     ];
 }
 
@@ -471,6 +493,25 @@ mod tests {
             feats(Variant::Plakoto, &b)[4],
             exact_shots(Variant::Plakoto, &b, None) as f32 / 36.0
         );
+    }
+
+    #[test]
+    fn pip_loss_containment_mobility_anchor() {
+        // One target on own 5: every hitting roll costs the opponent 5 pips.
+        let b = board("portes/w/13:2,8:2,6:11/5:1,19:14");
+        let f = feats(Variant::Portes, &b);
+        assert!((f[16] - f[4] * 36.0 * 5.0 / (36.0 * 24.0)).abs() < 1e-6);
+        // Black holds printed (= White's own) 13..18: a full prime before own 19, so
+        // from there no roll escapes; White's two on 20 are an anchor in Black's home.
+        let b = board("portes/w/20:2,8:1,6:12/18:2,17:2,16:2,15:2,14:2,13:2,1:3");
+        let f = feats(Variant::Portes, &b);
+        assert_eq!(f[17], 1.0);
+        assert_eq!(f[19], 2.0 / 6.0);
+        // Nothing ahead of a lone checker on own 8: 36 escapes, 2 pips from home.
+        let b = board("portes/w/8:1,6:14/19:15");
+        let f = feats(Variant::Portes, &b);
+        assert_eq!(f[18], 36.0 * 2.0 / 3600.0);
+        assert_eq!(f[19], 0.0);
     }
 
     #[test]

@@ -63,8 +63,11 @@ pub const fn num_inputs(variant: Variant) -> usize {
 pub enum InputSet {
     /// Points, bar, off and the per-variant flags ([`encode`]); code 1.
     V1,
-    /// V1 followed by the features of the mover and of the opponent; code 2.
+    /// V1 followed by the first 16 features of the mover and of the opponent; code 2.
     V2,
+    /// V1 followed by all [`SIDE_FEATURES`] features of the mover and of the
+    /// opponent; code 3.
+    V3,
 }
 
 impl InputSet {
@@ -73,6 +76,7 @@ impl InputSet {
         match self {
             InputSet::V1 => 1,
             InputSet::V2 => 2,
+            InputSet::V3 => 3,
         }
     }
 
@@ -81,17 +85,23 @@ impl InputSet {
         match code {
             1 => Some(InputSet::V1),
             2 => Some(InputSet::V2),
+            3 => Some(InputSet::V3),
             _ => None,
         }
     }
 
-    /// Number of inputs for `variant`: V1 [`num_inputs`], V2 that plus
-    /// `2 * SIDE_FEATURES`.
-    pub const fn count(self, variant: Variant) -> usize {
+    /// Features per side appended to the V1 inputs: 0, 16 or [`SIDE_FEATURES`].
+    pub const fn features(self) -> usize {
         match self {
-            InputSet::V1 => num_inputs(variant),
-            InputSet::V2 => num_inputs(variant) + 2 * SIDE_FEATURES,
+            InputSet::V1 => 0,
+            InputSet::V2 => 16,
+            InputSet::V3 => SIDE_FEATURES,
         }
+    }
+
+    /// Number of inputs for `variant`: [`num_inputs`] plus `2 * self.features()`.
+    pub const fn count(self, variant: Variant) -> usize {
+        num_inputs(variant) + 2 * self.features()
     }
 
     /// Encodes `board` (the mover's view, game not over) into `out`.
@@ -119,13 +129,14 @@ fn encode_fast(set: InputSet, variant: Variant, board: &Board, out: &mut SparseI
 #[inline(always)]
 fn encode_set(set: InputSet, variant: Variant, board: &Board, out: &mut SparseInputs) {
     encode(variant, board, out);
-    if set == InputSet::V2 {
+    let k = set.features();
+    if k > 0 {
         let base = num_inputs(variant);
         let mut f = [0.0f32; SIDE_FEATURES];
         side_features_inline(variant, board, &mut f);
-        out.dense(base, &f);
+        out.dense(base, &f[..k]);
         side_features_inline(variant, &board.mirror(variant), &mut f);
-        out.dense(base + SIDE_FEATURES, &f);
+        out.dense(base + k, &f[..k]);
     }
 }
 
@@ -386,7 +397,7 @@ mod tests {
     #[test]
     fn sparse_is_sorted_and_bounded() {
         for v in Variant::ALL {
-            for set in [InputSet::V1, InputSet::V2] {
+            for set in [InputSet::V1, InputSet::V2, InputSet::V3] {
                 let mut s = SparseInputs::default();
                 let mut b = start(v);
                 b.own[OFF] = 3;
@@ -410,10 +421,15 @@ mod tests {
         let (mut own, mut opp) = ([0.0; SIDE_FEATURES], [0.0; SIDE_FEATURES]);
         side_features(v, &b, &mut own);
         side_features(v, &b.mirror(v), &mut opp);
+        assert_eq!(&x[204..204 + 16], &own[..16]);
+        assert_eq!(&x[204 + 16..204 + 32], &opp[..16]);
+        assert_eq!(InputSet::V2.count(v), 236);
+        encode_dense_set(InputSet::V3, v, &b, &mut x);
         assert_eq!(&x[204..204 + SIDE_FEATURES], &own);
         assert_eq!(&x[204 + SIDE_FEATURES..204 + 2 * SIDE_FEATURES], &opp);
-        assert_eq!(InputSet::V2.count(v), 236);
+        assert_eq!(InputSet::V3.count(v), 244);
         assert_eq!(InputSet::from_code(InputSet::V2.code()), Some(InputSet::V2));
-        assert_eq!(InputSet::from_code(3), None);
+        assert_eq!(InputSet::from_code(3), Some(InputSet::V3));
+        assert_eq!(InputSet::from_code(4), None);
     }
 }

@@ -32,6 +32,60 @@ impl Net {
         }
     }
 
+    /// The same net reading `input_set` with `hidden` units: the inputs it has keep
+    /// their weights (V1 inputs, then its features of each side), new inputs start at
+    /// weight 0, new hidden units get small random input weights (from `seed`) and
+    /// output weights 0. So the widened net computes exactly what this one does, and a
+    /// fit goes on from there (a warm start of a v2 net from a v1 net). Panics when
+    /// `input_set` has fewer features or `hidden` is smaller or above [`MAX_HIDDEN`].
+    pub fn widen(&self, input_set: InputSet, hidden: usize, seed: u64) -> Net {
+        let (k0, k1) = (self.input_set.features(), input_set.features());
+        assert!(k1 >= k0, "cannot drop features");
+        assert!(
+            (self.hidden..=MAX_HIDDEN).contains(&hidden),
+            "hidden must not shrink"
+        );
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let base = crate::eval::inputs::num_inputs(self.variant);
+        let n1 = input_set.count(self.variant);
+        let (h0, h1) = (self.hidden, hidden);
+        let a1 = 0.1 * (6.0f32 / 40.0).sqrt();
+        let mut w1 = vec![0.0f32; n1 * h1];
+        for (j, row) in w1.chunks_exact_mut(h1).enumerate() {
+            // The old input of new input j, if any.
+            let old = if j < base {
+                Some(j)
+            } else if j < base + k1 {
+                (j - base < k0).then_some(j)
+            } else {
+                let f = j - base - k1;
+                (f < k0).then_some(base + k0 + f)
+            };
+            if let Some(o) = old {
+                row[..h0].copy_from_slice(&self.w1[o * h0..(o + 1) * h0]);
+            }
+            for w in &mut row[h0..] {
+                *w = rng.random_range(-a1..a1);
+            }
+        }
+        let mut b1 = self.b1.clone();
+        b1.resize(h1, 0.0);
+        let mut w2 = vec![0.0f32; OUTPUTS * h1];
+        for k in 0..OUTPUTS {
+            w2[k * h1..k * h1 + h0].copy_from_slice(&self.w2[k * h0..(k + 1) * h0]);
+        }
+        Net {
+            variant: self.variant,
+            input_set,
+            hidden: h1,
+            w1,
+            b1,
+            w2,
+            b2: self.b2,
+            games: self.games,
+        }
+    }
+
     /// One stochastic gradient step of the cross-entropy between the sigmoid outputs
     /// and `target` (each in `[0, 1]`; the draw target is ignored outside Plakoto),
     /// with step size `alpha`. Returns the outputs before the step.
@@ -109,6 +163,38 @@ mod tests {
         for k in 0..4 {
             assert!((after[k] - target[k]).abs() < (before[k] - target[k]).abs());
             assert!((after[k] - target[k]).abs() < 0.02, "{k}: {after:?}");
+        }
+    }
+
+    #[test]
+    fn widened_net_computes_the_same() {
+        for v in Variant::ALL {
+            let net = Net::new_random(v, InputSet::V1, 24, 4);
+            let b = start(v);
+            let mut x = SparseInputs::default();
+            for (set, h) in [(InputSet::V1, 24), (InputSet::V2, 32), (InputSet::V3, 40)] {
+                let wide = net.widen(set, h, 9);
+                assert_eq!(
+                    (wide.input_set, wide.hidden, wide.inputs()),
+                    (set, h, set.count(v))
+                );
+                wide.encode(&b, &mut x);
+                let (y0, y1) = (net.eval_raw(&b), wide.forward(&x));
+                for k in 0..OUTPUTS {
+                    assert!((y0[k] - y1[k]).abs() < 1e-6, "{v} {set:?}: {y0:?} {y1:?}");
+                }
+            }
+            // V2 to V3 keeps each side's first 16 features in place.
+            let v2 = Net::new_random(v, InputSet::V2, 16, 5);
+            let v3 = v2.widen(InputSet::V3, 16, 1);
+            let mut b2 = b;
+            b2.own[24] -= 1;
+            b2.own[7] += 1;
+            v3.encode(&b2, &mut x);
+            let (y0, y1) = (v2.eval_raw(&b2), v3.forward(&x));
+            for k in 0..OUTPUTS {
+                assert!((y0[k] - y1[k]).abs() < 1e-6, "{v}: {y0:?} {y1:?}");
+            }
         }
     }
 }

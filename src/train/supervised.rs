@@ -57,10 +57,14 @@ pub struct GenConfig {
     pub threads: usize,
     /// A game is abandoned after this many turns.
     pub max_turns: u32,
+    /// Also keep, at every turn, the positions after this many of the next best plays
+    /// at 0 ply (the alternatives the player weighs against its choice).
+    pub alternatives: usize,
 }
 
 /// Positions (mover to roll) of `cfg.games` self-play games of `eval` at 0 ply with
-/// ε-random plays: every position once (first occurrence, in game order), no finished
+/// ε-random plays, and the positions after the next `cfg.alternatives` best plays of
+/// every turn: every position once (first occurrence, in game order), no finished
 /// game and no no-contact bear-off (the database answers those exactly).
 pub fn self_play_positions(
     variant: Variant,
@@ -78,6 +82,7 @@ pub fn self_play_positions(
                     let s = search(variant, &*eval);
                     let mut out = Vec::new();
                     let mut plays = Vec::with_capacity(64);
+                    let mut ranked = Vec::with_capacity(64);
                     for g in (t..cfg.games).step_by(threads) {
                         let mut rng = ChaCha8Rng::seed_from_u64(mix(cfg.seed ^ mix(g)));
                         let mut boards = Vec::with_capacity(64);
@@ -93,12 +98,31 @@ pub fn self_play_positions(
                                 .expect("dice in 1..=6");
                             plays.clear();
                             generate(variant, &board, dice, &mut plays);
-                            let i = if cfg.epsilon > 0.0 && rng.random::<f32>() < cfg.epsilon {
-                                rng.random_range(0..plays.len())
+                            let best = if cfg.alternatives > 0 {
+                                with_scratch(|sc| s.rank(sc, &plays, 0, &mut ranked))
+                                    .expect("the evaluator answers every board");
+                                // The next best plays: the positions the player
+                                // compares with its choice.
+                                for &(k, _, _) in ranked.iter().skip(1).take(cfg.alternatives) {
+                                    let p = &plays[k];
+                                    let next = p.board.mirror(variant);
+                                    if p.outcome.is_none()
+                                        && next.game_over_for_mover(variant).is_none()
+                                        && !is_no_contact_bearoff(variant, &next)
+                                    {
+                                        boards.push(next);
+                                    }
+                                }
+                                ranked[0].0
                             } else {
                                 with_scratch(|sc| s.best_play(sc, &plays, 0))
                                     .expect("the evaluator answers every board")
                                     .0
+                            };
+                            let i = if cfg.epsilon > 0.0 && rng.random::<f32>() < cfg.epsilon {
+                                rng.random_range(0..plays.len())
+                            } else {
+                                best
                             };
                             if plays[i].outcome.is_some() {
                                 break;
@@ -272,8 +296,26 @@ fn cross_entropy(variant: Variant, y: &[f32; OUTPUTS], t: &Target) -> f64 {
     s / k as f64
 }
 
+/// Mean cross-entropy and mean absolute equity error of `net` on the positions
+/// `hold` of `data`.
+fn holdout_error(net: &Net, data: &DataSet, hold: &[usize], x: &mut SparseInputs) -> (f64, f64) {
+    let variant = net.variant;
+    let (mut hl, mut he) = (0.0, 0.0);
+    for &i in hold {
+        net.encode(&data.boards[i], x);
+        let y = net.forward(x);
+        let t = &data.targets[i];
+        hl += cross_entropy(variant, &y, t);
+        let want = to_probabilities(variant, *t).equity();
+        he += (to_probabilities(variant, y).equity() - want).abs() as f64;
+    }
+    let n = hold.len().max(1) as f64;
+    (hl / n, he / n)
+}
+
 /// Fits `net` to the labelled positions of `data` in `subset` by SGD on the
-/// cross-entropy of each output ([`Net::train`]), reporting each epoch.
+/// cross-entropy of each output ([`Net::train`]), reporting each epoch. With 0 epochs
+/// it only reports the held-out figures of `net` as it is.
 pub fn fit(
     net: &mut Net,
     data: &DataSet,
@@ -294,6 +336,19 @@ pub fn fit(
     let mut step = 0f64;
     let mut x = SparseInputs::default();
     let mut last = EpochReport::default();
+    if cfg.epochs == 0 {
+        // Only measure the net as it is on the held-out positions.
+        let (hl, he) = holdout_error(net, data, &hold, &mut x);
+        last = EpochReport {
+            holdout_loss: hl,
+            holdout_equity_error: he,
+            trained: train.len(),
+            held_out: hold.len(),
+            ..EpochReport::default()
+        };
+        report(&last);
+        return last;
+    }
     for epoch in 1..=cfg.epochs {
         train.shuffle(&mut rng);
         let mut loss = 0.0;
@@ -307,22 +362,13 @@ pub fn fit(
             let y = net.train(&x, t, alpha);
             loss += cross_entropy(variant, &y, t);
         }
-        let (mut hl, mut he) = (0.0, 0.0);
-        for &i in &hold {
-            let b = &data.boards[i];
-            net.encode(b, &mut x);
-            let y = net.forward(&x);
-            let t = &data.targets[i];
-            hl += cross_entropy(variant, &y, t);
-            let want = to_probabilities(variant, *t).equity();
-            he += (to_probabilities(variant, y).equity() - want).abs() as f64;
-        }
+        let (hl, he) = holdout_error(net, data, &hold, &mut x);
         last = EpochReport {
             epoch,
             alpha,
             train_loss: loss / train.len().max(1) as f64,
-            holdout_loss: hl / hold.len().max(1) as f64,
-            holdout_equity_error: he / hold.len().max(1) as f64,
+            holdout_loss: hl,
+            holdout_equity_error: he,
             trained: train.len(),
             held_out: hold.len(),
         };
@@ -355,6 +401,7 @@ mod tests {
             epsilon: 0.1,
             threads,
             max_turns: 500,
+            alternatives: 0,
         };
         let done = AtomicUsize::new(0);
         let one = self_play_positions(v, &e, &cfg(1), &done);
@@ -382,6 +429,7 @@ mod tests {
                 epsilon: 0.0,
                 threads: 1,
                 max_turns: 500,
+                alternatives: 2,
             },
             &done,
         );
@@ -427,6 +475,7 @@ mod tests {
                 epsilon: 0.2,
                 threads: 2,
                 max_turns: 800,
+                alternatives: 0,
             },
             &done,
         );
