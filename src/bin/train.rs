@@ -188,8 +188,8 @@ struct FitArgs {
     /// Hidden units of a new net; a smaller --init net is widened to this many.
     #[arg(long, default_value_t = 128)]
     hidden: usize,
-    /// Inputs of the net: v1, v2 or v3; an --init net with other inputs is widened.
-    #[arg(long, default_value = "v3")]
+    /// Inputs of the net: v1 or v2; an --init net with other inputs is widened.
+    #[arg(long, default_value = "v2")]
     input_set: String,
     /// Passes over the data (0: only report the hold-out figures of --init).
     #[arg(long, default_value_t = 10)]
@@ -256,8 +256,7 @@ fn input_set_of(name: &str) -> InputSet {
     match name {
         "v1" => InputSet::V1,
         "v2" => InputSet::V2,
-        "v3" => InputSet::V3,
-        _ => die(format!("unknown input set {name} (v1, v2 or v3)")),
+        _ => die(format!("unknown input set {name} (v1 or v2)")),
     }
 }
 
@@ -358,15 +357,11 @@ fn main() {
         Cmd::Label(a) => label_cmd(a),
         Cmd::Fit(a) => fit_cmd(a),
         Cmd::Measure(a) => {
-            let v = variant_of(&a.variant);
-            let nets = load_nets(
-                &a.net,
-                if a.net == "default" {
-                    v
-                } else {
-                    Nets::load(&a.net).map(|n| n.variant).unwrap_or(v)
-                },
-            );
+            let nets = if a.net == "default" {
+                load_nets("default", variant_of(&a.variant))
+            } else {
+                Nets::load(&a.net).unwrap_or_else(|e| die(format!("{}: {e}", a.net)))
+            };
             measure(&nets)
         }
         Cmd::Match(a) => match_cmd(a),

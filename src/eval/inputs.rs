@@ -28,7 +28,7 @@
 //! That is input set [`InputSet::V1`] (the v1 nets). [`InputSet::V2`] (the v2 nets)
 //! appends [`SIDE_FEATURES`] hand-made features of the mover and then the same
 //! features of the opponent ([`super::features::side_features`] on the board and on
-//! the mirrored board): 236 / 280 / 232 inputs.
+//! the mirrored board): 244 / 288 / 240 inputs.
 //!
 //! The encoding is sparse ([`SparseInputs`]: only non-zero units, in increasing index
 //! order), built with lookup tables by count and no allocation.
@@ -63,11 +63,9 @@ pub const fn num_inputs(variant: Variant) -> usize {
 pub enum InputSet {
     /// Points, bar, off and the per-variant flags ([`encode`]); code 1.
     V1,
-    /// V1 followed by the first 16 features of the mover and of the opponent; code 2.
+    /// V1 followed by the [`SIDE_FEATURES`] features of the mover and of the
+    /// opponent; code 2.
     V2,
-    /// V1 followed by all [`SIDE_FEATURES`] features of the mover and of the
-    /// opponent; code 3.
-    V3,
 }
 
 impl InputSet {
@@ -76,7 +74,6 @@ impl InputSet {
         match self {
             InputSet::V1 => 1,
             InputSet::V2 => 2,
-            InputSet::V3 => 3,
         }
     }
 
@@ -85,17 +82,15 @@ impl InputSet {
         match code {
             1 => Some(InputSet::V1),
             2 => Some(InputSet::V2),
-            3 => Some(InputSet::V3),
             _ => None,
         }
     }
 
-    /// Features per side appended to the V1 inputs: 0, 16 or [`SIDE_FEATURES`].
+    /// Features per side appended to the V1 inputs: 0 or [`SIDE_FEATURES`].
     pub const fn features(self) -> usize {
         match self {
             InputSet::V1 => 0,
-            InputSet::V2 => 16,
-            InputSet::V3 => SIDE_FEATURES,
+            InputSet::V2 => SIDE_FEATURES,
         }
     }
 
@@ -199,12 +194,10 @@ impl SparseInputs {
     #[inline(always)]
     fn unary(&mut self, base: usize, count: u8) {
         let c = (count as usize).min(15);
-        let u = &UNARY[c];
         let n = self.len;
-        for (k, &x) in u.iter().enumerate() {
-            self.idx[n + k] = (base + k) as u16;
-            self.val[n + k] = x;
-        }
+        let b = base as u16;
+        self.idx[n..n + 4].copy_from_slice(&[b, b + 1, b + 2, b + 3]);
+        self.val[n..n + 4].copy_from_slice(&UNARY[c]);
         self.len = n + UNITS[c];
     }
 
@@ -248,9 +241,23 @@ impl SparseInputs {
 #[inline(always)]
 pub fn encode(variant: Variant, board: &Board, out: &mut SparseInputs) {
     out.len = 0;
+    // Slot 2(i-1) is the mover's point i, slot 2(i-1)+1 the opponent's; only occupied
+    // slots are visited, in increasing order (inputs 4 * slot .. 4 * slot + 4).
+    let mut occupied = 0u64;
     for i in 1..=24 {
-        out.unary((i - 1) * 8, board.own[i]);
-        out.unary((i - 1) * 8 + 4, board.opp[i]);
+        occupied |= ((board.own[i] != 0) as u64) << (2 * i - 2);
+        occupied |= ((board.opp[i] != 0) as u64) << (2 * i - 1);
+    }
+    while occupied != 0 {
+        let slot = occupied.trailing_zeros() as usize;
+        let i = slot / 2 + 1;
+        let count = if slot & 1 == 0 {
+            board.own[i]
+        } else {
+            board.opp[i]
+        };
+        out.unary(4 * slot, count);
+        occupied &= occupied - 1;
     }
     let b = POINT_INPUTS;
     let (own_off, opp_off) = (board.own[OFF], board.opp[OFF]);
@@ -397,7 +404,7 @@ mod tests {
     #[test]
     fn sparse_is_sorted_and_bounded() {
         for v in Variant::ALL {
-            for set in [InputSet::V1, InputSet::V2, InputSet::V3] {
+            for set in [InputSet::V1, InputSet::V2] {
                 let mut s = SparseInputs::default();
                 let mut b = start(v);
                 b.own[OFF] = 3;
@@ -421,15 +428,10 @@ mod tests {
         let (mut own, mut opp) = ([0.0; SIDE_FEATURES], [0.0; SIDE_FEATURES]);
         side_features(v, &b, &mut own);
         side_features(v, &b.mirror(v), &mut opp);
-        assert_eq!(&x[204..204 + 16], &own[..16]);
-        assert_eq!(&x[204 + 16..204 + 32], &opp[..16]);
-        assert_eq!(InputSet::V2.count(v), 236);
-        encode_dense_set(InputSet::V3, v, &b, &mut x);
         assert_eq!(&x[204..204 + SIDE_FEATURES], &own);
         assert_eq!(&x[204 + SIDE_FEATURES..204 + 2 * SIDE_FEATURES], &opp);
-        assert_eq!(InputSet::V3.count(v), 244);
+        assert_eq!(InputSet::V2.count(v), 244);
         assert_eq!(InputSet::from_code(InputSet::V2.code()), Some(InputSet::V2));
-        assert_eq!(InputSet::from_code(3), Some(InputSet::V3));
-        assert_eq!(InputSet::from_code(4), None);
+        assert_eq!(InputSet::from_code(3), None);
     }
 }

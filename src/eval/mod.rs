@@ -62,7 +62,7 @@ impl Probabilities {
 pub trait Evaluator: Send + Sync {
     /// Probabilities for the side to move of `board` (before it rolls).
     fn eval_board(&self, variant: Variant, board: &Board) -> Probabilities;
-    /// A short name with version, e.g. `net-portes-v1`, `bearoff-exact`, `pubeval`.
+    /// A short name with version, e.g. `net-portes-v2`, `bearoff-exact`, `pubeval`.
     fn name(&self, variant: Variant) -> String;
 }
 
@@ -186,7 +186,7 @@ pub struct Evaluation {
     pub probabilities: Probabilities,
     /// Expected points for the side to move, in `[-2, 2]`.
     pub equity: f32,
-    /// Which evaluator answered (e.g. `bearoff-exact`, `net-portes-v1`, `game-over`).
+    /// Which evaluator answered (e.g. `bearoff-exact`, `net-portes-v2`, `game-over`).
     pub evaluator: String,
     /// Plies searched.
     pub plies: u8,

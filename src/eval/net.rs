@@ -70,7 +70,7 @@ pub const MAGIC: [u8; 4] = *b"TNET";
 /// File format version written.
 pub const VERSION: u32 = 2;
 /// The generation of the committed nets: the `N` of `net-<variant>-vN`.
-pub const GENERATION: u32 = 1;
+pub const GENERATION: u32 = 2;
 
 /// Errors of [`Nets::from_bytes`] and [`Nets::load`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -612,9 +612,9 @@ impl Evaluator for NetEvaluator {
 /// (empty = not trained yet).
 pub fn default_bytes(variant: Variant) -> &'static [u8] {
     match variant {
-        Variant::Portes => include_bytes!("../../weights/portes-v1.tnet"),
-        Variant::Plakoto => include_bytes!("../../weights/plakoto-v1.tnet"),
-        Variant::Fevga => include_bytes!("../../weights/fevga-v1.tnet"),
+        Variant::Portes => include_bytes!("../../weights/portes-v2.tnet"),
+        Variant::Plakoto => include_bytes!("../../weights/plakoto-v2.tnet"),
+        Variant::Fevga => include_bytes!("../../weights/fevga-v2.tnet"),
     }
 }
 
