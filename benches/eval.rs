@@ -13,12 +13,12 @@ use std::hint::black_box;
 use std::sync::Arc;
 use tavli_engine::eval::bearoff::BearoffDb;
 use tavli_engine::eval::engine::Engine;
+use tavli_engine::eval::pubeval::PubEval;
 use tavli_engine::eval::{EvalOptions, Evaluator, PositionEvaluator};
 use tavli_engine::rules::board::Board;
-use tavli_engine::rules::movegen::generate;
+use tavli_engine::rules::movegen::generate_positions;
 use tavli_engine::rules::{legal_plays, Dice, Position, Side, Variant};
 use tavli_engine::train::heuristic::Heuristic;
-use tavli_engine::train::pubeval::PubEval;
 
 /// Contact positions from random play (deterministic), mover-relative.
 fn positions(variant: Variant, n: usize) -> Vec<Position> {
@@ -112,7 +112,7 @@ fn rank_plays(c: &mut Criterion) {
         g.bench_function(format!("{v}_board_api_{n}_plays"), |b| {
             b.iter(|| {
                 plays.clear();
-                generate(v, black_box(&board), dice, &mut plays);
+                generate_positions(v, black_box(&board), dice, &mut plays);
                 engine
                     .rank_raw(v, &plays, EvalOptions::default(), &mut out)
                     .unwrap();

@@ -1,7 +1,9 @@
 //! Legal-play generation speed: Portes over the 2000 GNU Backgammon golden positions
 //! (wildbg's move-generation benchmark set) × 21 rolls, Plakoto and Fevga over 1000
 //! seeded random-play positions × 21 rolls. One iteration generates every play of
-//! every (position, roll) of a set; divide by the set size for ns per call.
+//! every (position, roll) of a set; divide by the set size for ns per call. The full
+//! path (`generate`: boards, moves, outcomes) under the set's name, the positions-only
+//! path (`generate_positions`) under `..._positions`.
 //!
 //! `cargo bench --bench movegen` (figures in docs/performance.md).
 
@@ -9,7 +11,7 @@ use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use std::hint::black_box;
 use tavli_engine::corpus::random_positions;
 use tavli_engine::rules::board::Board;
-use tavli_engine::rules::movegen::{generate, RawPlay};
+use tavli_engine::rules::movegen::{generate, generate_positions, RawPlay};
 use tavli_engine::rules::position_id::from_gnubg_id;
 use tavli_engine::rules::{Dice, Side, Variant};
 
@@ -46,6 +48,20 @@ fn bench_set(c: &mut Criterion, name: &str, variant: Variant, boards: &[Board]) 
                     out.clear();
                     generate(variant, black_box(board), dice, &mut out);
                     total += out.len();
+                }
+            }
+            black_box(total)
+        })
+    });
+    let mut boards_out: Vec<Board> = Vec::with_capacity(1024);
+    group.bench_function(format!("{name}_positions"), |b| {
+        b.iter(|| {
+            let mut total = 0usize;
+            for board in boards {
+                for &dice in &rolls {
+                    boards_out.clear();
+                    generate_positions(variant, black_box(board), dice, &mut boards_out);
+                    total += boards_out.len();
                 }
             }
             black_box(total)

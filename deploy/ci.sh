@@ -4,8 +4,9 @@
 #
 #   hadolint        deploy/Dockerfile
 #   ShellCheck      deploy/*.sh
-#   yamllint        deploy/k8s (strict)
-#   validate.sh     kustomize render + kubernetes-validate --strict + contract
+#   yamllint        deploy/k8s, deploy/overlays (strict)
+#   validate.sh     kustomize render + kubernetes-validate --strict + contract,
+#                   for the base and (with kubectl or kustomize) deploy/overlays/mtls
 #   json.tool       deploy/grafana/*.json (+ dashboard sanity checks)
 #   image.sh        buildah FROM-scratch image: size < 30 MiB, run + gRPC smoke
 #                   test (skipped with a message when buildah is unavailable;
@@ -73,12 +74,19 @@ step "shellcheck deploy/*.sh"
 shellcheck deploy/*.sh
 echo "ok"
 
-step "yamllint deploy/k8s"
-yamllint --strict deploy/k8s
+step "yamllint deploy/k8s deploy/overlays"
+yamllint --strict deploy/k8s deploy/overlays
 echo "ok"
 
 step "kubernetes validation (deploy/validate.sh)"
 bash deploy/validate.sh
+
+step "kubernetes validation of the mutual TLS overlay (deploy/overlays/mtls)"
+if command -v kubectl >/dev/null 2>&1 || command -v kustomize >/dev/null 2>&1; then
+    bash deploy/validate.sh deploy/overlays/mtls
+else
+    echo "SKIP: rendering an overlay needs kubectl or kustomize"
+fi
 
 step "grafana dashboard JSON"
 for f in deploy/grafana/*.json; do

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Validate the kustomize base in deploy/k8s.
+# Validate the kustomize base in deploy/k8s (or the kustomization given).
 #
 #   1. render it: `kubectl kustomize`, else `kustomize build`, else (neither
 #      installed) the files listed under `resources:` in kustomization.yaml,
@@ -12,8 +12,13 @@
 #      selector matches the metrics Service, endpoint port exists). Any other
 #      kind without a schema is an error, so a typo in an apiVersion or kind
 #      cannot pass silently;
-#   4. checks of the deployment contract (gRPC probes on 50051, grace period
+#   4. checks of the deployment contract (gRPC probes on 50051, or TCP probes
+#      and the TLS files from a Secret when TAVLI_TLS_CERT is set; grace period
 #      above the server's drain, hardened securityContext, ports).
+#
+#   deploy/validate.sh [DIR]   DIR: a kustomization (default deploy/k8s; an
+#                              overlay such as deploy/overlays/mtls needs kubectl
+#                              or kustomize to render it)
 #
 # Needs python3 with PyYAML (a dependency of yamllint and kubernetes-validate)
 # and kubernetes-validate on PATH; deploy/ci.sh installs them.
@@ -128,10 +133,26 @@ for dep in by_kind.get("Deployment", []):
         ports = {p["containerPort"] for p in c.get("ports", [])}
         if not {50051, 9090} <= ports:
             err(f"container {c['name']} must expose 50051 and 9090, has {sorted(ports)}")
-        for probe in ("livenessProbe", "readinessProbe"):
-            g = c.get(probe, {}).get("grpc", {})
-            if g.get("port") != 50051:
-                err(f"{probe} must be a native grpc probe on port 50051")
+        if env.get("TAVLI_TLS_CERT"):
+            # TLS (deploy/overlays/mtls): the kubelet's gRPC probe speaks plaintext
+            # only, so TCP probes; the TLS files must come from a mounted Secret.
+            for probe in ("livenessProbe", "readinessProbe"):
+                if c.get(probe, {}).get("tcpSocket", {}).get("port") != 50051 or "grpc" in c.get(probe, {}):
+                    err(f"{probe} must be a tcpSocket probe on port 50051 under TLS")
+            secrets = {v["name"] for v in ps.get("volumes", []) if "secret" in v}
+            mounts = [m["mountPath"].rstrip("/") + "/" for m in c.get("volumeMounts", [])
+                      if m["name"] in secrets]
+            for var in ("TAVLI_TLS_CERT", "TAVLI_TLS_KEY", "TAVLI_TLS_CLIENT_CA"):
+                path = env.get(var)
+                if path and not any(path.startswith(m) for m in mounts):
+                    err(f"{var}={path} is not in a mounted Secret volume")
+            if not env.get("TAVLI_TLS_KEY"):
+                err("TAVLI_TLS_CERT without TAVLI_TLS_KEY")
+        else:
+            for probe in ("livenessProbe", "readinessProbe"):
+                g = c.get(probe, {}).get("grpc", {})
+                if g.get("port") != 50051:
+                    err(f"{probe} must be a native grpc probe on port 50051")
         sc = c.get("securityContext", {})
         if sc.get("allowPrivilegeEscalation") is not False:
             err("allowPrivilegeEscalation must be false")

@@ -1,11 +1,15 @@
 //! Generates every legal play of one benchmark set once: a fixed amount of work for
 //! instruction counting (`valgrind --tool=callgrind`), which, unlike wall time, does
 //! not depend on what else the machine runs. Usage:
-//! `cargo run --release --example movegen_once -- portes-contact|portes-race|plakoto|fevga [setup]`
+//! `cargo run --release --example movegen_once -- portes-contact|portes-race|portes|plakoto|fevga [setup|positions]`
+//!
+//! Without a second argument the full path runs (`generate`: boards, moves,
+//! outcomes); `positions` runs the positions-only path (`generate_positions`);
+//! `setup` only builds the boards (subtract its count).
 
 use tavli_engine::corpus::random_positions;
 use tavli_engine::rules::board::Board;
-use tavli_engine::rules::movegen::generate;
+use tavli_engine::rules::movegen::{generate, generate_positions};
 use tavli_engine::rules::position_id::from_gnubg_id;
 use tavli_engine::rules::{Dice, Side, Variant};
 
@@ -48,12 +52,20 @@ fn main() {
         return;
     }
     let mut out = Vec::new();
+    let mut boards_out = Vec::new();
+    let positions = std::env::args().nth(2).as_deref() == Some("positions");
     let mut total = 0usize;
     for b in &boards {
         for dice in Dice::all_rolls() {
-            out.clear();
-            generate(variant, b, dice, &mut out);
-            total += out.len();
+            if positions {
+                boards_out.clear();
+                generate_positions(variant, b, dice, &mut boards_out);
+                total += boards_out.len();
+            } else {
+                out.clear();
+                generate(variant, b, dice, &mut out);
+                total += out.len();
+            }
         }
     }
     println!(

@@ -22,6 +22,7 @@
 #   the server's concurrency limit of 256), --mix L:A:E (ListLegalPlays:ApplyPlay:Evaluate
 #   request weights, default 60:30:10), --no-build, --bin PATH, --out DIR
 #   (default target/load/<time>), --keep-logs (h2load per-request logs), --seed N,
+#   --detail compact (the ListLegalPlays bodies ask for PLAY_DETAIL_COMPACT),
 #   --nice N (server and h2load under `nice -n N`; negative N, as root, is a diagnostic
 #   that shows the service with less interference from the rest of a shared machine),
 #   --pin (the server on CPU 0, the driver and h2load on the other CPUs, with taskset:
@@ -37,6 +38,7 @@ BIN=$ROOT/target/release/tavli-engine
 BUILD=1
 OUT=
 SEED=2026
+DETAIL=full
 KEEP=0
 NICE=()
 PIN=0
@@ -50,6 +52,7 @@ while (($#)); do
     --bin) BIN=$2; BUILD=0; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
     --seed) SEED=$2; shift 2 ;;
+    --detail) DETAIL=$2; shift 2 ;;
     --nice) NICE=(nice -n "$2"); shift 2 ;;
     --pin) PIN=1; shift ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
@@ -76,7 +79,7 @@ fi
 echo "load.sh: $(uptime | sed 's/^ *//')"
 echo "load.sh: server $BIN ($(stat -c %y "$BIN" | cut -d. -f1), sha256 $(sha256sum "$BIN" | cut -c1-12)), repo at $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')$(git -C "$ROOT" status --porcelain -- src Cargo.toml 2>/dev/null | grep -q . && echo ' + uncommitted src changes')"
 echo "load.sh: results in $OUT"
-python3 "$ROOT/scripts/load/corpus.py" --bin "$BIN" --out "$OUT/corpus" --seed "$SEED"
+python3 "$ROOT/scripts/load/corpus.py" --bin "$BIN" --out "$OUT/corpus" --seed "$SEED" --detail "$DETAIL"
 
 # --pin: the server on CPU 0, everything else on the rest.
 SERVER_CPUS=()

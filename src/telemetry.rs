@@ -12,6 +12,11 @@
 //! | `tavli_evaluation_plies` | histogram | `variant` | plies asked by Evaluate |
 //! | `tavli_evaluations_total` | counter | `evaluator`, `plies` | Evaluate answers by the evaluator that answered and the plies searched |
 //! | `tavli_build_info` | gauge | `version` | always 1 |
+//! | `tavli_connections` | gauge | `listener` (`grpc`, `metrics`, `web`) | connections open |
+//! | `tavli_connections_closed_total` | counter | `listener`, `reason` (`handshake_timeout`, `idle_timeout`, `send_timeout`, `evicted`, `refused`, `tls_handshake`) | connections closed by a limit (or a failed TLS handshake) |
+//! | `tavli_refused_total` | counter | `reason` (`concurrency`, `connection`, `streaming`, `deep_search`, `buffers`, `body_timeout`) | requests refused by a limit |
+//! | `tavli_buffered_bytes` | gauge | | request and response bytes held by the server |
+//! | `tavli_ready` | gauge | | 1 while `tavli.v1.TavliEngine` is `SERVING` (readiness) |
 //! | `process_*` | | | RSS, CPU seconds, open fds, start time (Linux) |
 //!
 //! `grpc_code` comes from the response's `grpc-status` (header of a trailers-only
@@ -28,7 +33,8 @@ use bytes::Bytes;
 use http::{Request, Response};
 use http_body::Frame;
 use prometheus::{
-    Encoder, HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts, Registry, TextEncoder,
+    Encoder, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry,
+    TextEncoder,
 };
 use std::future::Future;
 use std::pin::Pin;
@@ -57,6 +63,7 @@ const KNOWN: &[(&str, &[&str])] = &[
             "GetStartingPosition",
             "ResolveOpeningRoll",
             "AdvanceMatch",
+            "AnalyzeGame",
         ],
     ),
     ("grpc.health.v1.Health", &["Check", "Watch", "List"]),
@@ -122,6 +129,16 @@ pub struct Metrics {
     /// `tavli_evaluations_total{evaluator, plies}`: Evaluate answers by the evaluator
     /// that answered (`game-over`, `bearoff-exact`, `net-<variant>-v2`) and plies.
     pub evaluations: IntCounterVec,
+    /// `tavli_connections{listener}`: connections open.
+    pub connections: IntGaugeVec,
+    /// `tavli_connections_closed_total{listener, reason}`: connections closed by a limit.
+    pub connections_closed: IntCounterVec,
+    /// `tavli_refused_total{reason}`: requests refused by a limit.
+    pub refused: IntCounterVec,
+    /// `tavli_buffered_bytes`: request and response bytes held by the server.
+    pub buffered_bytes: IntGauge,
+    /// `tavli_ready`: 1 while the engine's health (readiness) is `SERVING`.
+    pub ready: IntGauge,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -196,6 +213,37 @@ impl Metrics {
             &["evaluator", "plies"],
         )
         .expect("metric");
+        let connections = IntGaugeVec::new(
+            Opts::new("tavli_connections", "Connections open, by listener."),
+            &["listener"],
+        )
+        .expect("metric");
+        let connections_closed = IntCounterVec::new(
+            Opts::new(
+                "tavli_connections_closed_total",
+                "Connections closed by a limit (handshake, idle or send timeout, eviction at the connection limit, refusal) or a failed TLS handshake.",
+            ),
+            &["listener", "reason"],
+        )
+        .expect("metric");
+        let refused = IntCounterVec::new(
+            Opts::new(
+                "tavli_refused_total",
+                "Requests refused by a limit of the server (RESOURCE_EXHAUSTED, or DEADLINE_EXCEEDED for a request body not received in time).",
+            ),
+            &["reason"],
+        )
+        .expect("metric");
+        let buffered_bytes = IntGauge::new(
+            "tavli_buffered_bytes",
+            "Request and response message bytes held by the server (not yet handled or not yet written).",
+        )
+        .expect("metric");
+        let ready = IntGauge::new(
+            "tavli_ready",
+            "1 while the readiness health status (tavli.v1.TavliEngine) is SERVING.",
+        )
+        .expect("metric");
         let build_info = IntGaugeVec::new(
             Opts::new("tavli_build_info", "Build information; always 1."),
             &["version"],
@@ -212,6 +260,11 @@ impl Metrics {
             Box::new(plays_per_request.clone()),
             Box::new(evaluation_plies.clone()),
             Box::new(evaluations.clone()),
+            Box::new(connections.clone()),
+            Box::new(connections_closed.clone()),
+            Box::new(refused.clone()),
+            Box::new(buffered_bytes.clone()),
+            Box::new(ready.clone()),
             Box::new(build_info),
         ] {
             registry.register(c).expect("register metric");
@@ -231,6 +284,11 @@ impl Metrics {
             plays_per_request,
             evaluation_plies,
             evaluations,
+            connections,
+            connections_closed,
+            refused,
+            buffered_bytes,
+            ready,
         })
     }
 
@@ -322,9 +380,9 @@ impl Drop for CallRecord {
 
 type BoxFuture<T, E> = Pin<Box<dyn Future<Output = Result<T, E>> + Send>>;
 
-impl<S> Service<Request<Body>> for MetricsService<S>
+impl<S, B> Service<Request<B>> for MetricsService<S>
 where
-    S: Service<Request<Body>, Response = Response<Body>> + Clone + Send + 'static,
+    S: Service<Request<B>, Response = Response<Body>> + Clone + Send + 'static,
     S::Future: Send + 'static,
 {
     type Response = Response<Body>;
@@ -335,7 +393,7 @@ where
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, req: Request<Body>) -> Self::Future {
+    fn call(&mut self, req: Request<B>) -> Self::Future {
         let (service, method) = rpc_labels(req.uri().path());
         let span = tracing::info_span!(
             "rpc",

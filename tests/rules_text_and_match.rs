@@ -125,6 +125,74 @@ fn position_id_errors_quote_little_of_a_long_input() {
     }
 }
 
+/// R5.1: at most one checker is pinned on a point, so a Position ID that marks both
+/// colours pinned on one point is refused (it was read as "the last one wins").
+#[test]
+fn position_id_with_both_colours_pinned_on_a_point_is_refused() {
+    match from_id("plakoto/w/3:1p,24:14/1:14,3:1p").unwrap_err() {
+        RulesError::Invalid { field, reason } => assert_eq!(
+            (field.as_str(), reason.as_str()),
+            (
+                "position_id",
+                "black: \"3:1p\": point 3 is already marked pinned for white; \
+                 only one colour can be pinned on a point"
+            )
+        ),
+        e => panic!("{e:?}"),
+    }
+    // One pin, either colour, is a position (R5.1).
+    assert!(from_id("plakoto/w/3:1,24:14/1:14,3:1p").is_ok());
+    assert!(from_id("plakoto/b/3:1p,24:14/1:14,3:1").is_ok());
+}
+
+/// "Listed twice" names the place as parsed and quotes at most 40 characters of the
+/// item, however many leading zeros it has (an unclipped quote of a long item once
+/// outgrew the HTTP/2 header limit).
+#[test]
+fn listed_twice_error_stays_short() {
+    let zeros = "0".repeat(5000);
+    let id = format!("portes/w/13:1,{zeros}13:14/1:15");
+    let quote = format!("\"{}\"…", "0".repeat(40));
+    match from_id(&id).unwrap_err() {
+        RulesError::Invalid { field, reason } => assert_eq!(
+            (field.as_str(), reason.as_str()),
+            (
+                "position_id",
+                format!("white: {quote}: point 13 listed twice").as_str()
+            )
+        ),
+        e => panic!("{e:?}"),
+    }
+    match from_id("portes/w/off:1,bar:1,off:13/1:15").unwrap_err() {
+        RulesError::Invalid { reason, .. } => {
+            assert_eq!(reason, "white: \"off:13\": off listed twice")
+        }
+        e => panic!("{e:?}"),
+    }
+}
+
+/// A hand-built board with 255 free checkers and a pin on a point: the counts
+/// saturate at 255 (no overflow panic in debug and test builds) and the GNU
+/// Backgammon key clamps the point to 15 checkers as for any count above 15.
+#[test]
+fn board_counts_saturate_with_a_pin() {
+    use tavli_engine::rules::board::Board;
+    use tavli_engine::rules::position_id::gnubg_key;
+    let mut b = Board::EMPTY;
+    b.own[1] = 255;
+    b.own_pinned = 1 << 1;
+    b.opp[3] = 255;
+    b.opp_pinned = 1 << 3;
+    assert_eq!((b.own_at(1), b.opp_at(3)), (255, 255));
+    let bits = |v: u128| -> [u8; 10] { v.to_le_bytes()[..10].try_into().unwrap() };
+    let run = |n: u32, at: u32| ((1u128 << n) - 1) << at;
+    // The opponent's point 3 is its 22nd entry (bit 21); the mover's point 1 follows
+    // the opponent's 24 points and bar with one more checker (16 bits from bit 40).
+    assert_eq!(gnubg_key(&b), bits(run(15, 21) | run(15, 40)));
+    let p = b.to_position(Variant::Plakoto, Side::White, Side::White);
+    assert_eq!(p.point(1).white, 255);
+}
+
 /// The GNU Backgammon key of the starting position, and of boards no valid position
 /// has (too many checkers): a key all the same, no panic.
 #[test]

@@ -1433,3 +1433,197 @@ async fn evaluate_with_the_engine() {
         .all(|w| w[0].equity >= w[1].equity));
     server.shutdown().await.unwrap();
 }
+
+/// An evaluator that searches until it is told to stop (deadline or cancellation),
+/// checking every millisecond, and records why it stopped.
+#[derive(Default)]
+struct EndlessEvaluator {
+    stopped: Mutex<Option<(EvalError, Instant)>>,
+}
+
+impl PositionEvaluator for EndlessEvaluator {
+    fn evaluate(&self, pos: &Position, opts: EvalOptions) -> Result<Evaluation, EvalError> {
+        pos.validate_playable()?;
+        loop {
+            if let Err(e) = opts.check() {
+                *self.stopped.lock().unwrap() = Some((e.clone(), Instant::now()));
+                return Err(e);
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    fn rank_plays(
+        &self,
+        pos: &Position,
+        _dice: Dice,
+        opts: EvalOptions,
+    ) -> Result<Vec<RankedPlay>, EvalError> {
+        self.evaluate(pos, opts).map(|_| Vec::new())
+    }
+}
+
+impl EndlessEvaluator {
+    /// Waits (up to 2 s) until the search has stopped; why and when.
+    async fn wait_stopped(&self) -> (EvalError, Instant) {
+        for _ in 0..200 {
+            if let Some(s) = self.stopped.lock().unwrap().clone() {
+                return s;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("the search never stopped");
+    }
+}
+
+/// A client that cancels its `Evaluate` (drops the call: RST_STREAM) stops the
+/// search, and the engine permit, held by the search on the blocking pool, comes back
+/// only when the search has stopped.
+#[tokio::test]
+async fn a_cancelled_evaluate_stops_its_search_and_then_returns_its_permit() {
+    let eval = Arc::new(EndlessEvaluator::default());
+    let server = TestServer::start(ServerConfig {
+        concurrency_limit: 1,
+        evaluator: Some(eval.clone()),
+        ..ServerConfig::default()
+    })
+    .await;
+    let mut a = server.client().await;
+    let mut b = server.client().await;
+    let call = tokio::spawn(async move { a.evaluate(eval_req(None)).await });
+    server.wait_in_flight("Evaluate", 1.0).await;
+    // The search holds the only permit.
+    let e = b
+        .get_starting_position(pb::GetStartingPositionRequest::default())
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::ResourceExhausted, "{e:?}");
+    let cancelled_at = Instant::now();
+    call.abort();
+    let (why, when) = eval.wait_stopped().await;
+    assert_eq!(why, EvalError::Cancelled);
+    assert!(
+        when.duration_since(cancelled_at) < Duration::from_millis(500),
+        "stopped {:?} after the cancel",
+        when.duration_since(cancelled_at)
+    );
+    // Once the search has returned, the permit is back.
+    for _ in 0..100 {
+        match b
+            .get_starting_position(pb::GetStartingPositionRequest {
+                variant: pb::Variant::Fevga as i32,
+                side_to_move: 0,
+            })
+            .await
+        {
+            Ok(r) => {
+                assert_eq!(
+                    r.into_inner().position.unwrap().position_id,
+                    "fevga/w/24:15/12:15"
+                );
+                server.shutdown().await.unwrap();
+                return;
+            }
+            Err(e) => assert_eq!(e.code(), Code::ResourceExhausted, "{e:?}"),
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("the permit never came back");
+}
+
+/// At the end of the drain time the server cancels the searches still running: they
+/// answer UNAVAILABLE and `serve` returns soon after.
+#[tokio::test]
+async fn the_end_of_the_drain_stops_running_searches() {
+    let eval = Arc::new(EndlessEvaluator::default());
+    let server = TestServer::start(ServerConfig {
+        drain: Duration::from_millis(300),
+        evaluator: Some(eval.clone()),
+        ..ServerConfig::default()
+    })
+    .await;
+    let mut c = server.client().await;
+    let call = tokio::spawn(async move { c.evaluate(eval_req(None)).await });
+    server.wait_in_flight("Evaluate", 1.0).await;
+    let t = Instant::now();
+    server.shutdown().await.unwrap();
+    assert!(
+        t.elapsed() < Duration::from_millis(1000),
+        "{:?}",
+        t.elapsed()
+    );
+    let (why, _) = eval.wait_stopped().await;
+    assert_eq!(why, EvalError::Cancelled);
+    let e = call.await.unwrap().unwrap_err();
+    assert_eq!(e.code(), Code::Unavailable, "{e:?}");
+    assert_eq!(
+        e.message(),
+        "the server is shutting down: evaluation stopped; retry"
+    );
+}
+
+/// Readiness: while every engine permit stays taken for 5 s the engine's health
+/// turns NOT_SERVING (liveness, `""`, stays SERVING), and SERVING again 2 s after the
+/// permit is back.
+#[tokio::test]
+async fn readiness_follows_sustained_saturation() {
+    use tonic_health::pb::health_check_response::ServingStatus;
+    use tonic_health::pb::health_client::HealthClient;
+    use tonic_health::pb::HealthCheckRequest;
+    let eval = Arc::new(EndlessEvaluator::default());
+    let server = TestServer::start(ServerConfig {
+        concurrency_limit: 1,
+        evaluator: Some(eval.clone()),
+        ..ServerConfig::default()
+    })
+    .await;
+    let mut h = HealthClient::new(server.channel().await);
+    let mut watch = h
+        .watch(HealthCheckRequest {
+            service: "tavli.v1.TavliEngine".into(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(
+        watch.message().await.unwrap().unwrap().status,
+        ServingStatus::Serving as i32
+    );
+    let mut c = server.client().await;
+    let call = tokio::spawn(async move { c.evaluate(eval_req(None)).await });
+    let t = Instant::now();
+    assert_eq!(
+        watch.message().await.unwrap().unwrap().status,
+        ServingStatus::NotServing as i32
+    );
+    let took = t.elapsed();
+    assert!(
+        took >= Duration::from_millis(4900) && took < Duration::from_secs(7),
+        "{took:?}"
+    );
+    let live = h
+        .check(HealthCheckRequest {
+            service: String::new(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(live.status, ServingStatus::Serving as i32);
+    assert_eq!(
+        sample(&server.metrics_text().await, "tavli_ready"),
+        Some(0.0)
+    );
+    call.abort();
+    let t = Instant::now();
+    assert_eq!(
+        watch.message().await.unwrap().unwrap().status,
+        ServingStatus::Serving as i32
+    );
+    assert!(
+        t.elapsed() >= Duration::from_millis(1900),
+        "{:?}",
+        t.elapsed()
+    );
+    drop(watch);
+    server.shutdown().await.unwrap();
+}

@@ -128,6 +128,8 @@ def main():
     ap.add_argument("--llp", type=int, default=12, help="ListLegalPlays bodies per variant")
     ap.add_argument("--apply", type=int, default=4, help="ApplyPlay bodies per variant")
     ap.add_argument("--eval", type=int, default=4, help="Evaluate bodies per variant")
+    ap.add_argument("--detail", choices=["full", "compact"], default="full",
+                    help="ListLegalPlays detail: the default (full) or PLAY_DETAIL_COMPACT")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     rng = random.Random(a.seed)
@@ -148,6 +150,8 @@ def main():
         for i, t in enumerate(spread(choice, a.llp, rng)):
             structured = i % 2 == 1
             msg = enc_pos_oneof(t, structured) + f_bytes(4, enc_dice(*t["dice"]))
+            if a.detail == "compact":
+                msg += f_varint(5, 2)  # detail = PLAY_DETAIL_COMPACT
             write(f"llp-{variant}-{i:02d}.bin", msg, "ListLegalPlays", variant,
                   "structured" if structured else "position_id", t["id"], "%d-%d" % t["dice"], t["nplays"])
         for i, t in enumerate(spread(turns, a.apply, rng)):

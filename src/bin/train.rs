@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 use tavli_engine::eval::inputs::{InputSet, SparseInputs};
 use tavli_engine::eval::net::{load_default, Net, NetEvaluator, Nets};
 use tavli_engine::eval::Evaluator;
-use tavli_engine::rules::movegen::generate;
+use tavli_engine::rules::movegen::generate_positions;
 use tavli_engine::rules::Variant;
 use tavli_engine::train::data::DataSet;
 use tavli_engine::train::heuristic::Heuristic;
@@ -534,9 +534,9 @@ fn measure(nets: &Nets) {
     let v = nets.variant;
     let mut plays = Vec::new();
     for d in tavli_engine::rules::Dice::all_rolls() {
-        generate(v, &start_board(v), d, &mut plays);
+        generate_positions(v, &start_board(v), d, &mut plays);
     }
-    let mut boards: Vec<_> = plays.iter().map(|p| p.board.mirror(v)).collect();
+    let mut boards: Vec<_> = plays.iter().map(|p| p.mirror(v)).collect();
     boards.extend(
         tavli_engine::corpus::random_positions(v, 5, 2000)
             .iter()

@@ -10,13 +10,14 @@
 //!    the variant, contact positions give [`EvalError::Unavailable`].
 
 use super::bearoff::{is_no_contact_bearoff, BearoffDb};
+use super::rollout::{RolloutConfig, RolloutReport};
 use super::search::{game_over_probabilities, with_scratch, MoveFilter, Search};
 use super::{
     EvalError, EvalOptions, Evaluation, Evaluator, PositionEvaluator, Probabilities, RankedPlay,
     StopWhen, MAX_PLIES,
 };
 use crate::rules::board::Board;
-use crate::rules::movegen::{generate, RawPlay};
+use crate::rules::movegen::{generate, PlayResult};
 use crate::rules::play::to_play;
 use crate::rules::{Dice, Outcome, Position, Variant};
 use std::sync::Arc;
@@ -147,13 +148,14 @@ impl Engine {
         Ok(evaluation(p, e.name(variant), plies))
     }
 
-    /// Ranks raw plays of `board` (board-level [`PositionEvaluator::rank_plays`]):
-    /// `out` gets `(index into plays, mover's probabilities, plies searched)`, best
-    /// first (see [`Search::rank`]).
-    pub fn rank_raw(
+    /// Ranks the plays of a board (board-level [`PositionEvaluator::rank_plays`];
+    /// boards from [`crate::rules::movegen::generate_positions`] or plays from
+    /// [`generate`]): `out` gets `(index into plays, mover's probabilities, plies
+    /// searched)`, best first (see [`Search::rank`]).
+    pub fn rank_raw<P: PlayResult>(
         &self,
         variant: Variant,
-        plays: &[RawPlay],
+        plays: &[P],
         opts: EvalOptions,
         out: &mut Vec<(usize, Probabilities, u8)>,
     ) -> Result<(), EvalError> {
@@ -197,7 +199,7 @@ impl PositionEvaluator for Engine {
     ) -> Result<Vec<RankedPlay>, EvalError> {
         pos.validate_playable()?;
         let board = Board::from_position(pos, pos.turn);
-        let mut plays = Vec::new();
+        let mut plays = Vec::with_capacity(64);
         generate(pos.variant, &board, dice, &mut plays);
         let mut ranked = Vec::with_capacity(plays.len());
         self.rank_raw(pos.variant, &plays, opts, &mut ranked)?;
@@ -210,6 +212,18 @@ impl PositionEvaluator for Engine {
             })
             .collect())
     }
+
+    /// [`super::rollout::rollout`] with this engine's evaluators.
+    fn rollout(
+        &self,
+        pos: &Position,
+        dice: Option<Dice>,
+        cfg: &RolloutConfig,
+        stop: StopWhen<'_>,
+        on_report: &mut dyn FnMut(&RolloutReport) -> std::ops::ControlFlow<()>,
+    ) -> Result<RolloutReport, EvalError> {
+        super::rollout::rollout(self, pos, dice, cfg, stop, on_report)
+    }
 }
 
 /// True when the board is a no-contact bear-off answered exactly (re-export for
@@ -221,9 +235,9 @@ pub fn is_exact_bearoff(variant: Variant, board: &Board) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::eval::pubeval::PubEval;
     use crate::rules::{legal_plays, Side};
     use crate::train::heuristic::Heuristic;
-    use crate::train::pubeval::PubEval;
 
     fn baselines() -> Engine {
         Engine::with_evaluators(

@@ -36,7 +36,7 @@
 #[cfg(test)]
 use super::features::side_features;
 use super::features::{side_features_inline, SIDE_FEATURES};
-use crate::rules::board::{flip_index, Board, BAR, OFF};
+use crate::rules::board::{below_mask, flip_index, Board, BAR, OFF};
 use crate::rules::Variant;
 
 /// The largest input count of any variant and input set (Plakoto, V2).
@@ -241,23 +241,14 @@ impl SparseInputs {
 #[inline(always)]
 pub fn encode(variant: Variant, board: &Board, out: &mut SparseInputs) {
     out.len = 0;
-    // Slot 2(i-1) is the mover's point i, slot 2(i-1)+1 the opponent's; only occupied
-    // slots are visited, in increasing order (inputs 4 * slot .. 4 * slot + 4).
-    let mut occupied = 0u64;
-    for i in 1..=24 {
-        occupied |= ((board.own[i] != 0) as u64) << (2 * i - 2);
-        occupied |= ((board.opp[i] != 0) as u64) << (2 * i - 1);
-    }
+    // Only points holding checkers have non-zero units: visit those, in order.
+    let empty = below_mask::<1>(&board.own) & below_mask::<1>(&board.opp);
+    let mut occupied = !empty & 0x01ff_fffe;
     while occupied != 0 {
-        let slot = occupied.trailing_zeros() as usize;
-        let i = slot / 2 + 1;
-        let count = if slot & 1 == 0 {
-            board.own[i]
-        } else {
-            board.opp[i]
-        };
-        out.unary(4 * slot, count);
+        let i = occupied.trailing_zeros() as usize;
         occupied &= occupied - 1;
+        out.unary((i - 1) * 8, board.own[i]);
+        out.unary((i - 1) * 8 + 4, board.opp[i]);
     }
     let b = POINT_INPUTS;
     let (own_off, opp_off) = (board.own[OFF], board.opp[OFF]);

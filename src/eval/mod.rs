@@ -7,10 +7,14 @@
 
 pub mod features;
 pub mod inputs;
+pub mod kernels;
 pub mod net;
 
 pub mod bearoff;
 pub mod engine;
+pub mod pubeval;
+pub mod rollout;
+pub mod sanity;
 pub mod search;
 
 use crate::rules::board::Board;
@@ -104,9 +108,16 @@ impl std::error::Error for EvalError {}
 /// Clones share one flag: the service keeps one clone and cancels it when the client
 /// cancels, the connection drops or the server shuts down; the work polls
 /// [`CancelToken::is_cancelled`] (through [`EvalOptions::check`]) and ends with
-/// [`EvalError::Cancelled`].
+/// [`EvalError::Cancelled`]. A [`child`](CancelToken::child) token is cancelled by
+/// its own `cancel` or by its parent's (one request under the server's token).
 #[derive(Clone, Debug, Default)]
-pub struct CancelToken(Arc<AtomicBool>);
+pub struct CancelToken(Arc<TokenInner>);
+
+#[derive(Debug, Default)]
+struct TokenInner {
+    flag: AtomicBool,
+    parent: Option<CancelToken>,
+}
 
 impl CancelToken {
     /// A new, not yet cancelled token.
@@ -114,15 +125,29 @@ impl CancelToken {
         CancelToken::default()
     }
 
-    /// Asks every holder of a clone to stop.
-    pub fn cancel(&self) {
-        self.0.store(true, Ordering::Relaxed);
+    /// A new token that is cancelled when this one is (and by its own
+    /// [`cancel`](CancelToken::cancel), which leaves this one alone).
+    pub fn child(&self) -> CancelToken {
+        CancelToken(Arc::new(TokenInner {
+            flag: AtomicBool::new(false),
+            parent: Some(self.clone()),
+        }))
     }
 
-    /// Whether [`CancelToken::cancel`] was called on any clone.
+    /// Asks every holder of a clone (and of a child) to stop.
+    pub fn cancel(&self) {
+        self.0.flag.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether [`CancelToken::cancel`] was called on any clone or on a parent.
     #[inline]
     pub fn is_cancelled(&self) -> bool {
-        self.0.load(Ordering::Relaxed)
+        self.0.flag.load(Ordering::Relaxed)
+            || self
+                .0
+                .parent
+                .as_ref()
+                .is_some_and(CancelToken::is_cancelled)
     }
 }
 
@@ -214,4 +239,40 @@ pub trait PositionEvaluator: Send + Sync {
         dice: Dice,
         opts: EvalOptions,
     ) -> Result<Vec<RankedPlay>, EvalError>;
+    /// A Monte Carlo rollout of `pos` (with the mover's `dice` if given), reporting
+    /// through `on_report` ([`rollout::rollout`]). The default answers
+    /// [`EvalError::Unavailable`].
+    fn rollout(
+        &self,
+        pos: &Position,
+        dice: Option<Dice>,
+        cfg: &rollout::RolloutConfig,
+        stop: StopWhen<'_>,
+        on_report: &mut dyn FnMut(&rollout::RolloutReport) -> std::ops::ControlFlow<()>,
+    ) -> Result<rollout::RolloutReport, EvalError> {
+        let _ = (pos, dice, cfg, stop, on_report);
+        Err(EvalError::Unavailable(
+            "this evaluator does not run rollouts".to_string(),
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn child_tokens_follow_their_parent_only() {
+        let server = CancelToken::new();
+        let (a, b) = (server.child(), server.child());
+        a.cancel();
+        assert!(a.is_cancelled() && !b.is_cancelled() && !server.is_cancelled());
+        server.cancel();
+        assert!(b.is_cancelled());
+        let opts = EvalOptions {
+            cancel: Some(b),
+            ..EvalOptions::default()
+        };
+        assert_eq!(opts.check(), Err(EvalError::Cancelled));
+    }
 }

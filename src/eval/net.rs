@@ -174,9 +174,6 @@ pub(crate) fn dot(a: &[f32], b: &[f32]) -> f32 {
     s
 }
 
-/// Hidden units summed together in registers by the first layer.
-const BLOCK: usize = 32;
-
 /// Whether the CPU has AVX2 and the bit instructions POPCNT, LZCNT and BMI1 (which
 /// every AVX2 CPU has; checked once).
 #[cfg(target_arch = "x86_64")]
@@ -223,55 +220,10 @@ impl Net {
         self.input_set.encode(self.variant, board, x)
     }
 
-    /// Hidden pre-activations into `h[..hidden]`: `b1` plus, for each non-zero input,
-    /// its value times its weight column. Blocks of [`BLOCK`] hidden units are summed
-    /// in registers over all inputs; with AVX2 available (checked once at run time)
-    /// the same code is compiled for 256-bit vectors. Sums run in the same order
-    /// either way, so the results are bit-identical.
-    #[inline]
-    pub(crate) fn hidden_pre(&self, x: &SparseInputs, h: &mut [f32]) {
-        #[cfg(target_arch = "x86_64")]
-        if has_avx2() {
-            // SAFETY: the CPU supports AVX2 (checked by `has_avx2`).
-            unsafe { self.hidden_pre_avx2(x, h) };
-            return;
-        }
-        self.hidden_pre_blocks(x, h);
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2")]
-    fn hidden_pre_avx2(&self, x: &SparseInputs, h: &mut [f32]) {
-        self.hidden_pre_blocks(x, h);
-    }
-
+    /// Hidden pre-activations into `h[..hidden]` ([`super::kernels::hidden_pre`]).
     #[inline(always)]
-    fn hidden_pre_blocks(&self, x: &SparseInputs, h: &mut [f32]) {
-        let hn = self.hidden;
-        let (idx, val) = (&x.idx[..x.len], &x.val[..x.len]);
-        let mut c = 0;
-        while c + BLOCK <= hn {
-            let mut acc = [0f32; BLOCK];
-            acc.copy_from_slice(&self.b1[c..c + BLOCK]);
-            for (&j, &v) in idx.iter().zip(val) {
-                let o = j as usize * hn + c;
-                let col: &[f32; BLOCK] = self.w1[o..o + BLOCK].try_into().expect("block");
-                for k in 0..BLOCK {
-                    acc[k] += v * col[k];
-                }
-            }
-            h[c..c + BLOCK].copy_from_slice(&acc);
-            c += BLOCK;
-        }
-        if c < hn {
-            h[c..].copy_from_slice(&self.b1[c..]);
-            for (&j, &v) in idx.iter().zip(val) {
-                let o = j as usize * hn;
-                for (a, &w) in h[c..].iter_mut().zip(&self.w1[o + c..o + hn]) {
-                    *a += v * w;
-                }
-            }
-        }
+    pub(crate) fn hidden_pre(&self, x: &SparseInputs, h: &mut [f32]) {
+        super::kernels::hidden_pre(&self.b1, &self.w1, x, h);
     }
 
     /// Raw sigmoid outputs `[win, win_mars, lose_mars, draw]` for encoded inputs.
@@ -280,23 +232,22 @@ impl Net {
         let mut buf = [0.0f32; MAX_HIDDEN];
         let h = &mut buf[..self.hidden];
         self.hidden_pre(x, h);
-        for a in h.iter_mut() {
-            *a = a.max(0.0);
-        }
-        let mut y = [0.0; OUTPUTS];
-        for (k, yk) in y.iter_mut().enumerate() {
-            let w = &self.w2[k * self.hidden..(k + 1) * self.hidden];
-            *yk = sigmoid(self.b2[k] + dot(w, h));
-        }
-        y
+        super::kernels::outputs(&self.w2, &self.b2, h).map(sigmoid)
     }
 
     /// Raw outputs for a board (the mover's view, game not over).
     #[inline]
     pub fn eval_raw(&self, board: &Board) -> [f32; OUTPUTS] {
-        let mut x = SparseInputs::default();
-        self.encode(board, &mut x);
-        self.forward(&x)
+        // One input buffer per thread, reused (encoding overwrites what it reads).
+        thread_local! {
+            static INPUTS: std::cell::RefCell<SparseInputs> =
+                std::cell::RefCell::new(SparseInputs::default());
+        }
+        INPUTS.with(|x| {
+            let x = &mut *x.borrow_mut();
+            self.encode(board, x);
+            self.forward(x)
+        })
     }
 
     /// Consistent probabilities for a board (the mover's view, game not over).

@@ -1,7 +1,9 @@
 //! n-ply expectimax search over mover-relative boards (issue #4: plies 0, 1, 2).
 //!
 //! - 0 plies: the leaf value: exact bear-off database for a no-contact bear-off
-//!   ([`super::bearoff::is_no_contact_bearoff`]), else the static evaluator.
+//!   ([`super::bearoff::is_no_contact_bearoff`]), else the static evaluator, whose
+//!   output passes the rule-aware sanity step ([`super::sanity`]); searched values
+//!   pass it too, so no depth reports a result the rules rule out.
 //! - n plies (side X to roll): the average over X's 21 rolls (weight 1/36 for a
 //!   double, 2/36 otherwise) of X's best play, each play valued by its resulting
 //!   position evaluated at n − 1 plies (the other side to roll, mirrored and flipped
@@ -20,9 +22,10 @@
 //! first call a search allocates nothing.
 
 use super::bearoff::{is_no_contact_bearoff, BearoffDb};
+use super::sanity;
 use super::{EvalError, Evaluator, Probabilities, StopWhen, MAX_PLIES};
 use crate::rules::board::{Board, RelOutcome};
-use crate::rules::movegen::{generate, RawPlay};
+use crate::rules::movegen::{generate_positions, PlayResult};
 use crate::rules::{Dice, Variant};
 use std::cell::RefCell;
 
@@ -87,12 +90,14 @@ pub fn game_over_probabilities(mover_won: bool, o: RelOutcome) -> Probabilities 
 /// Reusable buffers of one thread's searches.
 #[derive(Default)]
 pub struct Scratch {
-    plays: Vec<Vec<RawPlay>>,
+    plays: Vec<Vec<Board>>,
     scores: Vec<Vec<(f32, u32)>>,
+    /// [`Search::rank`]'s values in play order, before they are put in rank order.
+    ranked: Vec<(usize, Probabilities, u8)>,
 }
 
 impl Scratch {
-    fn take(&mut self, depth: usize) -> (Vec<RawPlay>, Vec<(f32, u32)>) {
+    fn take(&mut self, depth: usize) -> (Vec<Board>, Vec<(f32, u32)>) {
         while self.plays.len() <= depth {
             self.plays.push(Vec::with_capacity(64));
             self.scores.push(Vec::with_capacity(64));
@@ -103,7 +108,7 @@ impl Scratch {
         )
     }
 
-    fn give(&mut self, depth: usize, plays: Vec<RawPlay>, scores: Vec<(f32, u32)>) {
+    fn give(&mut self, depth: usize, plays: Vec<Board>, scores: Vec<(f32, u32)>) {
         self.plays[depth] = plays;
         self.scores[depth] = scores;
     }
@@ -141,14 +146,16 @@ impl<'a> Search<'a> {
         self.stop.check()
     }
 
-    /// The 0-ply value of a board (mover to roll, game not over).
+    /// The 0-ply value of a board (mover to roll, game not over): the exact bear-off
+    /// database, or the static evaluator's output passed through the sanity step
+    /// ([`sanity::sanitize`]: no result the rules rule out).
     #[inline]
     pub fn leaf(&self, board: &Board) -> Result<Probabilities, EvalError> {
         if let Some(p) = self.bearoff.eval_board(self.variant, board) {
             return Ok(p);
         }
         match self.static_eval {
-            Some(e) => Ok(e.eval_board(self.variant, board)),
+            Some(e) => Ok(sanity::sane_eval(e, self.variant, board)),
             None => Err(EvalError::Unavailable(format!(
                 "no static evaluator for {} contact positions",
                 self.variant
@@ -186,7 +193,7 @@ impl<'a> Search<'a> {
                 break;
             }
             plays.clear();
-            generate(self.variant, board, roll, &mut plays);
+            generate_positions(self.variant, board, roll, &mut plays);
             match self.best_of(scratch, &plays, &mut scores, plies - 1, depth + 1) {
                 Ok((_, p)) => {
                     let w = roll_weight(roll);
@@ -203,40 +210,44 @@ impl<'a> Search<'a> {
         }
         scratch.give(depth, plays, scores);
         result?;
-        Ok(Probabilities {
-            win: acc[0].clamp(0.0, 1.0),
-            win_mars: acc[1].clamp(0.0, acc[0].clamp(0.0, 1.0)),
-            lose_mars: acc[2].clamp(0.0, 1.0),
-            draw: acc[3].clamp(0.0, 1.0),
-        })
+        // The average of values that obey the bounds obeys them too, up to rounding;
+        // the sanity step removes the rounding and makes decided results exact.
+        let p = Probabilities {
+            win: acc[0],
+            win_mars: acc[1],
+            lose_mars: acc[2],
+            draw: acc[3],
+        };
+        Ok(sanity::sanitize(self.variant, board, p))
     }
 
     /// The value, for the side that made it, of `play` when its resulting position is
     /// evaluated at `plies` (exact when the play ended the game).
     #[inline]
-    fn play_value_at(
+    fn play_value_at<P: PlayResult>(
         &self,
         scratch: &mut Scratch,
-        play: &RawPlay,
+        play: &P,
         plies: u8,
         depth: usize,
     ) -> Result<Probabilities, EvalError> {
-        if let Some(o) = play.outcome {
+        if let Some(o) = play.outcome(self.variant) {
             return Ok(outcome_probabilities(o));
         }
-        let child = play.board.mirror(self.variant);
+        let child = play.board().mirror(self.variant);
         if let Some((won, o)) = child.game_over_for_mover(self.variant) {
             return Ok(game_over_probabilities(won, o).flip());
         }
-        Ok(self.eval_at(scratch, &child, plies, depth)?.flip())
+        let v = self.eval_at(scratch, &child, plies, depth)?;
+        Ok(sanity::flip_to_previous_mover(self.variant, &child, v))
     }
 
     /// The value of a play for the side that made it, its resulting position searched
     /// `plies` deep (capped at [`MAX_PLIES`]).
-    pub fn play_value(
+    pub fn play_value<P: PlayResult>(
         &self,
         scratch: &mut Scratch,
-        play: &RawPlay,
+        play: &P,
         plies: u8,
     ) -> Result<Probabilities, EvalError> {
         self.play_value_at(scratch, play, plies.min(MAX_PLIES), 0)
@@ -244,10 +255,10 @@ impl<'a> Search<'a> {
 
     /// Scores every play at 0 plies into `scores` as `(equity, index)`, best first
     /// (ties keep generation order).
-    fn score_all(
+    fn score_all<P: PlayResult>(
         &self,
         scratch: &mut Scratch,
-        plays: &[RawPlay],
+        plays: &[P],
         scores: &mut Vec<(f32, u32)>,
         depth: usize,
     ) -> Result<(), EvalError> {
@@ -256,7 +267,8 @@ impl<'a> Search<'a> {
             let v = self.play_value_at(scratch, p, 0, depth)?;
             scores.push((v.equity(), i as u32));
         }
-        scores.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        // Keys are distinct (the index breaks ties): no need for a stable sort.
+        scores.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
         Ok(())
     }
 
@@ -273,10 +285,10 @@ impl<'a> Search<'a> {
     }
 
     /// The best play of `plays` valued at `plies`: `(index, value)`.
-    fn best_of(
+    fn best_of<P: PlayResult>(
         &self,
         scratch: &mut Scratch,
-        plays: &[RawPlay],
+        plays: &[P],
         scores: &mut Vec<(f32, u32)>,
         plies: u8,
         depth: usize,
@@ -312,17 +324,18 @@ impl<'a> Search<'a> {
         Ok((i, v))
     }
 
-    /// Ranks `plays` (all legal plays of one roll) for their mover, best first, into
-    /// `out` as `(index into plays, value for the mover, plies searched)`.
+    /// Ranks `plays` (all legal plays of one roll, from either generation path) for
+    /// their mover, best first, into `out` as `(index into plays, value for the mover,
+    /// plies searched)`.
     ///
     /// At 0 plies every play is valued statically. At `plies >= 1` every play is first
     /// valued at 0 plies; the filter's candidates are then searched at `plies` and
     /// listed first (best first by their deep equity), followed by the others with
     /// their 0-ply values (best first), as GNU Backgammon lists them.
-    pub fn rank(
+    pub fn rank<P: PlayResult>(
         &self,
         scratch: &mut Scratch,
-        plays: &[RawPlay],
+        plays: &[P],
         plies: u8,
         out: &mut Vec<(usize, Probabilities, u8)>,
     ) -> Result<(), EvalError> {
@@ -335,10 +348,10 @@ impl<'a> Search<'a> {
         r
     }
 
-    fn rank_into(
+    fn rank_into<P: PlayResult>(
         &self,
         scratch: &mut Scratch,
-        plays: &[RawPlay],
+        plays: &[P],
         plies: u8,
         scores: &mut Vec<(f32, u32)>,
         out: &mut Vec<(usize, Probabilities, u8)>,
@@ -349,15 +362,24 @@ impl<'a> Search<'a> {
             scores.push((v.equity(), i as u32));
             out.push((i, v, 0));
         }
-        scores.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-        if plies > 0 {
-            let n = self.candidates(scores);
-            for &(_, i) in &scores[..n] {
-                self.check_deadline()?;
-                let i = i as usize;
-                let v = self.play_value_at(scratch, &plays[i], plies, 1)?;
-                out[i] = (i, v, plies);
-            }
+        // Keys are distinct (the index breaks ties): no need for a stable sort.
+        scores.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        if plies == 0 {
+            // `scores` is already in rank order: best equity first, ties by index (the
+            // order the sort below gives).
+            let mut values = std::mem::take(&mut scratch.ranked);
+            values.clear();
+            values.append(out);
+            out.extend(scores.iter().map(|&(_, i)| values[i as usize]));
+            scratch.ranked = values;
+            return Ok(());
+        }
+        let n = self.candidates(scores);
+        for &(_, i) in &scores[..n] {
+            self.check_deadline()?;
+            let i = i as usize;
+            let v = self.play_value_at(scratch, &plays[i], plies, 1)?;
+            out[i] = (i, v, plies);
         }
         out.sort_by(|a, b| {
             b.2.cmp(&a.2)
@@ -369,10 +391,10 @@ impl<'a> Search<'a> {
 
     /// The best play of `plays` for their mover at `plies` (the first of [`rank`](Self::rank),
     /// without sorting the rest): `(index, value)`.
-    pub fn best_play(
+    pub fn best_play<P: PlayResult>(
         &self,
         scratch: &mut Scratch,
-        plays: &[RawPlay],
+        plays: &[P],
         plies: u8,
     ) -> Result<(usize, Probabilities), EvalError> {
         let (p0, mut scores) = scratch.take(0);
@@ -386,8 +408,8 @@ impl<'a> Search<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::eval::pubeval::PubEval;
     use crate::rules::{Position, Side};
-    use crate::train::pubeval::PubEval;
     use std::time::Instant;
 
     fn search(variant: Variant, e: &dyn Evaluator) -> Search<'_> {
@@ -425,7 +447,7 @@ mod tests {
         let mut plays = Vec::new();
         for roll in Dice::all_rolls() {
             plays.clear();
-            generate(Variant::Portes, &b, roll, &mut plays);
+            generate_positions(Variant::Portes, &b, roll, &mut plays);
             let (_, v) = s.best_play(&mut sc, &plays, 0).unwrap();
             want += roll_weight(roll) * v.win;
         }

@@ -7,7 +7,7 @@
 //! [mirrored](Board::mirror) so that the other side becomes the mover, which keeps
 //! every rule written once for both colours.
 
-use super::position::{Point, Position, CHECKERS};
+use super::position::{Position, CHECKERS};
 use super::types::{OutcomeReason, Side, Variant};
 
 /// Index of borne-off checkers in [`Board::own`] and [`Board::opp`].
@@ -111,22 +111,40 @@ impl Board {
     pub fn to_position(&self, variant: Variant, mover: Side, turn: Side) -> Position {
         let opponent = mover.opponent();
         let mut pos = Position::empty(variant, turn);
-        for i in 1..=24usize {
-            let printed = Position::printed_point(variant, mover, i as u8);
-            let mut pt = Point::default();
-            let own_pin = self.own_pinned >> i & 1 == 1;
-            let opp_pin = self.opp_pinned >> i & 1 == 1;
-            let (own, opp) = (self.own[i] + own_pin as u8, self.opp[i] + opp_pin as u8);
-            match mover {
-                Side::White => (pt.white, pt.black) = (own, opp),
-                Side::Black => (pt.white, pt.black) = (opp, own),
+        // White's and Black's counts, by own index of the mover.
+        let (white, black) = match mover {
+            Side::White => (&self.own, &self.opp),
+            Side::Black => (&self.opp, &self.own),
+        };
+        // Printed point `printed_point(variant, mover, i)` is `slot(i)`.
+        fn fill(
+            pos: &mut Position,
+            white: &[u8; 26],
+            black: &[u8; 26],
+            slot: impl Fn(usize) -> usize,
+        ) {
+            for i in 1..=24usize {
+                let pt = &mut pos.points[slot(i) - 1];
+                pt.white = white[i];
+                pt.black = black[i];
             }
-            if own_pin {
-                pt.pinned = Some(mover);
-            } else if opp_pin {
-                pt.pinned = Some(opponent);
+        }
+        match (variant, mover) {
+            (_, Side::White) => fill(&mut pos, white, black, |i| i),
+            (Variant::Fevga, Side::Black) => fill(&mut pos, white, black, |i| (i + 11) % 24 + 1),
+            (_, Side::Black) => fill(&mut pos, white, black, |i| 25 - i),
+        }
+        // Pinned checkers (Plakoto) are counted on their point and marked.
+        for (pins, side) in [(self.own_pinned, mover), (self.opp_pinned, opponent)] {
+            let mut m = pins & 0x01ff_fffe;
+            while m != 0 {
+                let i = m.trailing_zeros() as u8;
+                m &= m - 1;
+                let pt = pos.point_mut(Position::printed_point(variant, mover, i));
+                let n = pt.count_mut(side);
+                *n = n.saturating_add(1); // as `own_at`/`opp_at`
+                pt.pinned = Some(side);
             }
-            *pos.point_mut(printed) = pt;
         }
         pos.bar[mover.index()] = self.own[BAR];
         pos.off[mover.index()] = self.own[OFF];
@@ -138,12 +156,30 @@ impl Board {
     /// The same board seen by the opponent ("sides switched").
     pub fn mirror(&self, variant: Variant) -> Board {
         let mut m = Board::EMPTY;
-        for i in 1..=24usize {
-            let j = flip_index(variant, i);
-            m.own[i] = self.opp[j];
-            m.opp[i] = self.own[j];
-            m.own_pinned |= (self.opp_pinned >> j & 1) << i;
-            m.opp_pinned |= (self.own_pinned >> j & 1) << i;
+        match variant {
+            // Own point i is the other side's point i ± 12 (R1).
+            Variant::Fevga => {
+                m.own[1..=12].copy_from_slice(&self.opp[13..=24]);
+                m.own[13..=24].copy_from_slice(&self.opp[1..=12]);
+                m.opp[1..=12].copy_from_slice(&self.own[13..=24]);
+                m.opp[13..=24].copy_from_slice(&self.own[1..=12]);
+            }
+            // Own point i is the other side's point 25 - i.
+            _ => {
+                for (d, s) in m.own[1..=24].iter_mut().zip(self.opp[1..=24].iter().rev()) {
+                    *d = *s;
+                }
+                for (d, s) in m.opp[1..=24].iter_mut().zip(self.own[1..=24].iter().rev()) {
+                    *d = *s;
+                }
+            }
+        }
+        if self.own_pinned | self.opp_pinned != 0 {
+            for i in 1..=24usize {
+                let j = flip_index(variant, i);
+                m.own_pinned |= (self.opp_pinned >> j & 1) << i;
+                m.opp_pinned |= (self.own_pinned >> j & 1) << i;
+            }
         }
         m.own[BAR] = self.opp[BAR];
         m.own[OFF] = self.opp[OFF];
@@ -152,16 +188,19 @@ impl Board {
         m
     }
 
-    /// Mover's checkers at own point `i` (1..=24), a pinned one included.
+    /// Mover's checkers at own point `i` (1..=24), a pinned one included. Saturates
+    /// at 255 on a board built by hand with 255 free checkers and a pin (never a
+    /// valid position, but never a panic either).
     #[inline]
     pub fn own_at(&self, i: usize) -> u8 {
-        self.own[i] + (self.own_pinned >> i & 1) as u8
+        self.own[i].saturating_add((self.own_pinned >> i & 1) as u8)
     }
 
-    /// Opponent's checkers at the mover's own point `i` (1..=24), a pinned one included.
+    /// Opponent's checkers at the mover's own point `i` (1..=24), a pinned one
+    /// included. Saturates at 255 like [`Board::own_at`].
     #[inline]
     pub fn opp_at(&self, i: usize) -> u8 {
-        self.opp[i] + (self.opp_pinned >> i & 1) as u8
+        self.opp[i].saturating_add((self.opp_pinned >> i & 1) as u8)
     }
 
     /// The game result if the game is over with the **mover** to play (R9): the
@@ -219,5 +258,117 @@ pub fn bear_off_win(loser_off: u8) -> RelOutcome {
             points: 1,
             reason: OutcomeReason::BoreOff,
         }
+    }
+}
+
+/// Bit `i` (0..=25) set when `counts[i] < LIMIT`, `LIMIT` being 1 (no checker) or 2
+/// (at most one), for the counts of one side (at most 15): one compare of 16 counts
+/// at a time.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+pub fn below_mask<const LIMIT: i8>(counts: &[u8; 26]) -> u32 {
+    const { assert!(LIMIT == 1 || LIMIT == 2) };
+    // SAFETY: SSE2 is part of every x86_64 target, so the function's target feature
+    // is always available.
+    unsafe { sse2_below_mask::<LIMIT>(counts) }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "sse2")]
+#[inline]
+fn sse2_below_mask<const LIMIT: i8>(counts: &[u8; 26]) -> u32 {
+    use std::arch::x86_64::*;
+    let word = |k: usize| i64::from_le_bytes(counts[k..k + 8].try_into().expect("8 counts"));
+    let lo = _mm_set_epi64x(word(8), word(0));
+    let hi = _mm_set_epi64x(word(18), word(10));
+    let limit = _mm_set1_epi8(LIMIT);
+    // Counts are at most 15: a signed compare is exact.
+    let a = _mm_movemask_epi8(_mm_cmplt_epi8(lo, limit)) as u32;
+    let b = _mm_movemask_epi8(_mm_cmplt_epi8(hi, limit)) as u32;
+    a | b << 10
+}
+
+/// Portable [`below_mask`]: eight counts at a time in a word (SWAR).
+#[cfg(not(target_arch = "x86_64"))]
+#[inline(always)]
+pub fn below_mask<const LIMIT: i8>(counts: &[u8; 26]) -> u32 {
+    const { assert!(LIMIT == 1 || LIMIT == 2) };
+    const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+    const GATHER: u64 = 0x0102_0408_1020_4080;
+    let mut mask = 0u32;
+    for w in 0..4 {
+        let mut b = [0u8; 8];
+        let n = (26 - 8 * w).min(8);
+        b[..n].copy_from_slice(&counts[8 * w..8 * w + n]);
+        let mut x = u64::from_le_bytes(b);
+        if LIMIT == 2 {
+            x &= !0x0101_0101_0101_0101;
+        }
+        // High bit of each byte set when the byte is non-zero (count >= LIMIT).
+        let hi = ((x & LOW7).wrapping_add(LOW7) | x) & !LOW7;
+        // Gather the eight high bits into one byte (bit k = byte k).
+        mask |= (((hi >> 7).wrapping_mul(GATHER) >> 56) as u32) << (8 * w);
+    }
+    !mask & 0x03ff_ffff
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::corpus::random_positions;
+
+    /// The definition of [`Board::mirror`]: own point `i` is the other side's
+    /// `flip_index(variant, i)` (R1), pins included.
+    fn mirror_by_definition(b: &Board, variant: Variant) -> Board {
+        let mut m = Board::EMPTY;
+        for i in 1..=24usize {
+            let j = flip_index(variant, i);
+            m.own[i] = b.opp[j];
+            m.opp[i] = b.own[j];
+            m.own_pinned |= (b.opp_pinned >> j & 1) << i;
+            m.opp_pinned |= (b.own_pinned >> j & 1) << i;
+        }
+        m.own[BAR] = b.opp[BAR];
+        m.own[OFF] = b.opp[OFF];
+        m.opp[BAR] = b.own[BAR];
+        m.opp[OFF] = b.own[OFF];
+        m
+    }
+
+    #[test]
+    fn mirror_and_to_position_over_random_play() {
+        let mut pinned = 0;
+        for variant in Variant::ALL {
+            for pos in random_positions(variant, 9, 400) {
+                for mover in [Side::White, Side::Black] {
+                    let b = Board::from_position(&pos, mover);
+                    let m = b.mirror(variant);
+                    assert_eq!(m, mirror_by_definition(&b, variant), "{variant}");
+                    assert_eq!(m.mirror(variant), b);
+                    // The other side's view of the same position (R1).
+                    assert_eq!(m, Board::from_position(&pos, mover.opponent()));
+                    assert_eq!(b.to_position(variant, mover, pos.turn), pos);
+                    pinned += (b.own_pinned | b.opp_pinned != 0) as usize;
+                }
+            }
+        }
+        assert!(pinned > 100, "Plakoto pins covered: {pinned}");
+    }
+
+    #[test]
+    fn below_mask_marks_small_counts() {
+        let mut c = [0u8; 26];
+        c[0] = 1;
+        c[5] = 2;
+        c[13] = 15;
+        c[24] = 1;
+        c[25] = 3;
+        let empty = below_mask::<1>(&c);
+        let at_most_one = below_mask::<2>(&c);
+        for (i, &n) in c.iter().enumerate() {
+            assert_eq!(empty >> i & 1 == 1, n == 0, "{i}");
+            assert_eq!(at_most_one >> i & 1 == 1, n < 2, "{i}");
+        }
+        assert_eq!(empty >> 26, 0);
     }
 }

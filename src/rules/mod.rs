@@ -19,6 +19,6 @@ pub mod position_id;
 pub mod types;
 
 pub use matchplay::{resolve_opening_roll, MatchState, OpeningRoll};
-pub use play::{apply, legal_plays, Play, PlayInput};
+pub use play::{apply, legal_plays, matching_plays, Play, PlayInput};
 pub use position::{Point, Position, RulesError, CHECKERS};
 pub use types::{Dice, Location, Move, Outcome, OutcomeReason, Side, Variant};

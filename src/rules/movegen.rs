@@ -1,18 +1,49 @@
 //! Legal plays: every rule of RULES.md about moving checkers lives in this file.
 //!
-//! - [`for_each_step`]: one checker moved by one die (R3 intermediate landings, R4 bar
-//!   and hitting, R5.1–R5.3 pins, R5.5 mother, R6 bearing off, R8.1–R8.3 Fevga).
-//! - [`generate`]: whole plays by levels, one level per die, one node per distinct
-//!   board (R3: plays are distinct by resulting position): duplicates are removed by
-//!   Zobrist key, or never arise where doubles can be generated in non-increasing
-//!   source order. Maximum dice and larger die (R3) fall out of taking the deepest
-//!   level; R8.4 (must open) filters complete sequences.
+//! Two entry points share one generator and give the same plays in the same order:
+//! - [`generate_positions`]: the **positions-only path**, every distinct resulting
+//!   board (what evaluation, search, training and matches need);
+//! - [`generate`]: the **full path**, each play with its moves and outcome as well
+//!   ([`RawPlay`]; what `legal_plays`, `apply` and the service build on).
 //!
-//! Boards are mover-relative ([`Board`]); the caller mirrors them to pass the turn.
+//! Single moves ([`for_each_step`], and the generator's `Gen::sources` and
+//! `Gen::child`): R3 intermediate landings, R4 bar and hitting, R5.1–R5.3 pins, R5.5
+//! mother, R6 bearing off, R8.1–R8.3 Fevga. R8.4 (must open) filters complete
+//! sequences (`generate_must_open`).
+//!
+//! # How plays are generated
+//!
+//! Depth first, one die per level, with a small state per node (`Node`: bit masks
+//! of the mover's occupied points and of pinned opposing checkers) and, for the whole
+//! turn, the mask of points the mover may land on (no move of the mover changes it).
+//! A node's board is built only when it has moves; a play is written in place into
+//! the output: its parent's board copied and the last move applied. Sources are
+//! visited from the highest down, so the plays come in the order of the
+//! breadth-first generator of commit 1e8b9d6, which this one replaced (answers, moves
+//! and order pinned by `tests/movegen_paths.rs`):
+//!
+//! - **Doubles**: four inlined levels; the plays are the deepest leaves (maximum
+//!   dice, R3: a leaf deeper than those kept so far discards them). Where the order of
+//!   the moves cannot matter (`moves_commute`: always in Portes) each multiset of
+//!   moves is generated once, in non-increasing source order, so no duplicate arises.
+//! - **Non-doubles**: the larger die first ("A"), then the smaller die first ("B"),
+//!   then, if no play uses both dice, every single move of the larger die, else of the
+//!   smaller, else a pass (R3). Where moves commute, B only tries what A cannot give
+//!   (bear-offs with the larger die, the same checker moving on from a point that was
+//!   empty), and the duplicates that remain are known in advance and skipped by rule
+//!   (`Gen::a_skip`, `Gen::b_bearoff_is_duplicate`, `Gen::b_continuation_is_duplicate`).
+//! - **Where the order might matter** (Plakoto's mother rule, Fevga's R8.2 and R8.3):
+//!   the one-order generation runs first and is kept unless one of those rules acted
+//!   during it (`Gen::order_mattered`); otherwise every order is searched, with
+//!   duplicates (the same board at the same depth) removed by an additive key of the
+//!   board, confirmed by comparing boards.
+//!
+//! A play reached by several paths keeps the moves of the first. Boards are
+//! mover-relative ([`Board`]); the caller mirrors them to pass the turn.
 
-use super::board::{bear_off_win, Board, RelOutcome, BAR, OFF};
+use super::board::{bear_off_win, below_mask, Board, RelOutcome, BAR, OFF};
 use super::position::CHECKERS;
-use super::types::{Dice, Variant};
+use super::types::{Dice, OutcomeReason, Variant};
 use std::cell::RefCell;
 
 /// One checker moved by one die, in the mover's own numbering: `from` 25 = bar,
@@ -41,59 +72,87 @@ impl RawPlay {
     pub fn moves(&self) -> &[RawMove] {
         &self.moves[..self.len as usize]
     }
+}
 
-    fn root(board: Board) -> RawPlay {
-        RawPlay {
-            board,
-            moves: [RawMove::default(); 4],
-            len: 0,
-            outcome: None,
+/// Moves one checker on `b` as `m` says, with its effects by the rules of `variant`:
+/// a hit sends the blot to the bar (R4), a pin keeps it under the mover (R5.1), and in
+/// Plakoto a pinned checker is freed when the last checker on top of it leaves (R5.2).
+/// Legality is the caller's business (the generator checks it before).
+#[inline(always)]
+pub fn apply_move(variant: Variant, b: &mut Board, m: RawMove) {
+    let (from, to) = (m.from as usize, m.to as usize);
+    b.own[from] -= 1;
+    b.own[to] += 1;
+    if m.hit {
+        match variant {
+            Variant::Portes => {
+                b.opp[to] = 0;
+                b.opp[BAR] += 1;
+            }
+            Variant::Plakoto => {
+                b.opp[to] = 0;
+                b.opp_pinned |= 1 << to;
+            }
+            Variant::Fevga => {}
         }
     }
+    if variant == Variant::Plakoto && b.own[from] == 0 && b.opp_pinned >> from & 1 == 1 {
+        b.opp_pinned &= !(1 << from);
+        b.opp[from] += 1;
+    }
+}
 
+/// The outcome of a play from its resulting board `b` (the mover's view, not
+/// mirrored): the mover bore off its 15th checker (R7: 2 points if the opponent has
+/// none off), or, in Plakoto, the mother rule ended the game (R5.5). `None` while the
+/// game goes on. For a play from [`generate`] this equals its
+/// [`RawPlay::outcome`]; with [`generate_positions`] this is how a caller learns it.
+#[inline]
+pub fn play_outcome(variant: Variant, b: &Board) -> Option<RelOutcome> {
+    if b.own[OFF] >= CHECKERS {
+        Some(bear_off_win(b.opp[OFF]))
+    } else if variant == Variant::Plakoto {
+        b.mother_result()
+    } else {
+        None
+    }
+}
+
+/// What evaluation reads of a generated play, whichever path made it: the resulting
+/// board (the mover's view, not mirrored) and whether the play ended the game.
+/// [`Board`] (an item of [`generate_positions`]) and [`RawPlay`] (of [`generate`])
+/// both provide it, so the search and the strength tools take either.
+pub trait PlayResult {
+    /// The board after the play, the mover's view.
+    fn board(&self) -> &Board;
+    /// The end of the game the play made, if any (R7, R5.5; see [`play_outcome`]).
+    fn outcome(&self, variant: Variant) -> Option<RelOutcome>;
+}
+
+impl PlayResult for Board {
     #[inline]
-    fn child(&self, board: Board, mv: RawMove, outcome: Option<RelOutcome>) -> RawPlay {
-        let mut moves = self.moves;
-        moves[self.len as usize] = mv;
-        RawPlay {
-            board,
-            moves,
-            len: self.len + 1,
-            outcome,
-        }
+    fn board(&self) -> &Board {
+        self
+    }
+    #[inline]
+    fn outcome(&self, variant: Variant) -> Option<RelOutcome> {
+        play_outcome(variant, self)
     }
 }
 
-/// Whether the mover may land on own point `to` (1..=24).
-/// R4 Portes: closed by 2+ opposing checkers. R5.3 Plakoto: closed by 2+ opposing
-/// checkers or by one opposing checker that pins one of the mover's. R8.1 Fevga:
-/// closed by any opposing checker.
-#[inline]
-fn is_open(variant: Variant, b: &Board, to: usize) -> bool {
-    match variant {
-        Variant::Portes => b.opp[to] < 2,
-        Variant::Plakoto => b.opp[to] < 2 && b.own_pinned >> to & 1 == 0,
-        Variant::Fevga => b.opp[to] == 0,
+impl PlayResult for RawPlay {
+    #[inline]
+    fn board(&self) -> &Board {
+        &self.board
+    }
+    #[inline]
+    fn outcome(&self, _: Variant) -> Option<RelOutcome> {
+        self.outcome
     }
 }
 
-/// R8.2: while the mover has 14 checkers on its start (own 24) and its other checker
-/// stands on own 12..=23, only that checker may move. Returns its point.
-#[inline]
-fn fevga_runner(b: &Board) -> Option<usize> {
-    if b.own[24] != CHECKERS - 1 {
-        return None;
-    }
-    (12..=23).rev().find(|&p| b.own[p] > 0)
-}
-
-/// R8.3: the mover holds all six points of its own start quarter (own 19..=24).
-#[inline]
-fn fevga_start_prime(b: &Board) -> bool {
-    b.own[19..=24].iter().all(|&n| n > 0)
-}
-
-/// Calls `f(board, move, outcome)` for every legal single move of one checker by `die`.
+/// Calls `f(board, move, outcome)` for every legal single move of one checker by `die`
+/// on `b` (the mover's view), sources from the highest down.
 ///
 /// Rules applied here, per single die: bar first (R4), closed points (R4, R5.3,
 /// R8.1), hitting (R4) and pinning (R5.1) with release when the last pinner leaves
@@ -101,270 +160,242 @@ fn fevga_start_prime(b: &Board) -> bool {
 /// highest occupied point, pinned checkers counting (R6, R5.4), the Fevga first
 /// checker (R8.2) and start-quarter prime (R8.3), and the end of the game: 15 off
 /// (R7) or the mother rule checked after every checker move (R5.5).
-#[inline]
 pub fn for_each_step(
     variant: Variant,
     b: &Board,
     die: u8,
-    f: impl FnMut(Board, RawMove, Option<RelOutcome>),
-) {
-    for_each_step_in(variant, b, die, 1, BAR, f)
-}
-
-/// [`for_each_step`] restricted to sources in `min_from..=max_from` (used to skip
-/// move orders that can only repeat plays already generated).
-#[inline]
-fn for_each_step_in(
-    variant: Variant,
-    b: &Board,
-    die: u8,
-    min_from: usize,
-    max_from: usize,
     mut f: impl FnMut(Board, RawMove, Option<RelOutcome>),
 ) {
-    let die_u = die as usize;
-    // Sources: the bar when it holds checkers (R4), the Fevga runner (R8.2), or all.
-    let (lo, hi) = if b.own[BAR] > 0 {
-        (BAR, BAR)
-    } else if let Some(p) = (variant == Variant::Fevga)
-        .then(|| fevga_runner(b))
-        .flatten()
-    {
-        (p, p)
-    } else {
-        (1, 24)
-    };
-    let (lo, hi) = (lo.max(min_from), hi.min(max_from));
-    // Highest occupied own point, pinned checkers and the bar included (R6, R5.4):
-    // sources are visited from the highest down, so the first occupied one found is
-    // the highest free checker, unless a checker stands above the visited range.
-    // Bearing off is impossible from a restricted source (bar or Fevga runner), whose
-    // checker is outside home.
-    let pinned_high = if b.own_pinned != 0 {
-        31 - b.own_pinned.leading_zeros() as usize
-    } else {
-        0
-    };
-    let mut highest = usize::MAX;
-    if hi < BAR {
-        if let Some(above) = (hi + 1..=BAR).rev().find(|&i| b.own[i] > 0) {
-            highest = above.max(pinned_high);
-        }
-    }
-    let mut sources = occupied_mask(&b.own) & range_mask(lo, hi);
-    while sources != 0 {
-        let from = 31 - sources.leading_zeros() as usize;
-        sources ^= 1 << from;
-        if highest == usize::MAX {
-            highest = from.max(pinned_high);
-        }
-        // Legality of the landing first, so that blocked moves copy nothing.
-        let to = if from > die_u {
-            let to = from - die_u;
-            if !is_open(variant, b, to) {
-                continue;
-            }
-            to
-        } else {
-            // Bearing off (R6): all home; exact die, or a larger die from the highest.
-            if highest > 6 || (from < die_u && from != highest) {
-                continue;
-            }
-            OFF
-        };
-        let mut nb = *b;
-        nb.own[from] -= 1;
-        nb.own[to] += 1;
-        let mut hit = false;
-        if to != OFF && b.opp[to] == 1 {
-            match variant {
-                Variant::Portes => {
-                    nb.opp[to] = 0;
-                    nb.opp[BAR] += 1;
-                    hit = true;
-                }
-                Variant::Plakoto => {
-                    nb.opp[to] = 0;
-                    nb.opp_pinned |= 1 << to;
-                    hit = true;
-                }
-                Variant::Fevga => {}
-            }
-        }
-        if variant == Variant::Plakoto && nb.own[from] == 0 && nb.opp_pinned >> from & 1 == 1 {
-            // R5.2: the last pinning checker left: the pinned checker is free again.
-            nb.opp_pinned &= !(1 << from);
-            nb.opp[from] += 1;
-        }
-        if variant == Variant::Fevga && fevga_start_prime(&nb) {
-            continue; // R8.3, checked after every single die.
-        }
-        let outcome = if nb.own[OFF] == CHECKERS {
-            Some(bear_off_win(nb.opp[OFF]))
-        } else if variant == Variant::Plakoto {
-            nb.mother_result()
-        } else {
-            None
-        };
-        let mv = RawMove {
-            from: from as u8,
-            to: to as u8,
-            die,
-            hit,
-        };
-        f(nb, mv, outcome);
+    let unused: Vec<Board> = Vec::new();
+    match variant {
+        Variant::Portes => Gen::<_, PORTES, false>::new(b, unused, None).steps(die, &mut f),
+        Variant::Plakoto => Gen::<_, PLAKOTO, false>::new(b, unused, None).steps(die, &mut f),
+        Variant::Fevga => Gen::<_, FEVGA, false>::new(b, unused, None).steps(die, &mut f),
     }
 }
 
-/// Bit `i` set when `counts[i] != 0`, for `i` in 0..=25 (SWAR over 8-byte words).
-#[inline]
-fn occupied_mask(counts: &[u8; 26]) -> u32 {
-    const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
-    const GATHER: u64 = 0x0102_0408_1020_4080;
-    let mut mask = 0u32;
-    for (w, chunk) in counts[..24].chunks_exact(8).enumerate() {
-        let x = u64::from_le_bytes(chunk.try_into().expect("8 bytes"));
-        // High bit of each byte set when the byte is non-zero.
-        let hi = ((x & LOW7).wrapping_add(LOW7) | x) & !LOW7;
-        // Gather the eight high bits into one byte (bit k = byte k).
-        let bits = ((hi >> 7).wrapping_mul(GATHER) >> 56) as u32;
-        mask |= bits << (8 * w);
-    }
-    mask |= ((counts[24] != 0) as u32) << 24 | ((counts[25] != 0) as u32) << 25;
-    mask
+/// Every legal play of `board` (the mover's view) with `dice`, appended to `out`: the
+/// **full path**.
+///
+/// One play per distinct resulting board (R3), in a fixed order (see the module
+/// documentation). No legal move gives exactly one play with no moves (a pass).
+/// Boards in `out` are not mirrored. The caller must not pass a board whose game is
+/// already over (R9).
+pub fn generate(variant: Variant, board: &Board, dice: Dice, out: &mut Vec<RawPlay>) {
+    run(variant, board, dice, out)
 }
 
-/// Bits `lo..=hi` set (empty when `lo > hi`).
-#[inline]
-fn range_mask(lo: usize, hi: usize) -> u32 {
-    if lo > hi {
-        return 0;
-    }
-    (u32::MAX >> (31 - hi)) & !((1u32 << lo) - 1)
+/// The **positions-only path**: appends to `out` the resulting board of every legal
+/// play of `board` (the mover's view) with `dice`, without moves or notation.
+///
+/// Shape: the same boards as [`generate`]'s `RawPlay::board`, in the same order, one
+/// per distinct resulting position (R3); a position with no legal move gives one
+/// board, `*board` itself (a pass). Boards are the mover's view, not mirrored (mirror
+/// with [`Board::mirror`] to evaluate from the other side); [`play_outcome`] tells
+/// whether a play ended the game. The caller must not pass a board whose game is
+/// already over (R9).
+pub fn generate_positions(variant: Variant, board: &Board, dice: Dice, out: &mut Vec<Board>) {
+    run(variant, board, dice, out)
 }
 
-/// R8.4: if all 15 opposing checkers stand on one point and the six points in front
-/// of them (in their direction) are all the mover's, returns those six own points.
-fn fevga_trapped_prime(b: &Board) -> Option<[usize; 6]> {
-    let x = (1..=24).find(|&i| b.opp[i] == CHECKERS)?;
-    // The opponent moves to lower own indices with wrap-around (both sides run the
-    // same way in Fevga); it needs six points before its home ends.
-    let opp_own = super::board::flip_index(Variant::Fevga, x);
-    if opp_own < 7 {
-        return None;
+const PORTES: u8 = 0;
+const PLAKOTO: u8 = 1;
+const FEVGA: u8 = 2;
+
+/// Own points 19..=24: the Fevga start quarter (R8.3).
+const QUARTER: u32 = 0x3f << 19;
+/// Own points 12..=23: where the Fevga first checker may stand while R8.2 holds.
+const RUNNER_ZONE: u32 = 0xfff << 12;
+
+#[inline(always)]
+const fn variant_of(v: u8) -> Variant {
+    match v {
+        PORTES => Variant::Portes,
+        PLAKOTO => Variant::Plakoto,
+        _ => Variant::Fevga,
     }
-    let mut pts = [0; 6];
-    for (k, p) in pts.iter_mut().enumerate() {
-        *p = (x + 24 - k - 2) % 24 + 1;
-    }
-    pts.iter().all(|&p| b.own[p] > 0).then_some(pts)
 }
 
-/// Zobrist tables: a random 64-bit word per (array, index, count) and per pin bit.
-const fn zobrist_tables() -> ([[[u64; 16]; 26]; 2], [[u64; 26]; 2]) {
-    let mut counts = [[[0u64; 16]; 26]; 2];
-    let mut pins = [[0u64; 26]; 2];
-    let mut state: u64 = 0x7a76_6c69_2d65_6e67; // splitmix64
-    let mut side = 0;
-    while side < 2 {
+#[inline(always)]
+fn high_bit(x: u32) -> usize {
+    31 - x.leading_zeros() as usize
+}
+
+/// Where generated plays go: boards only, or whole plays.
+trait Sink {
+    /// Whether the sink records moves (else the search keeps no path).
+    const MOVES: bool;
+    fn count(&self) -> usize;
+    fn cut(&mut self, n: usize);
+    fn board_at(&self, i: usize) -> &Board;
+    /// Appends the play `board` (after the moves `prefix`) followed by `last`.
+    fn put(
+        &mut self,
+        v: Variant,
+        board: &Board,
+        prefix: &[RawMove],
+        last: Option<RawMove>,
+        o: Option<RelOutcome>,
+    );
+    fn drop_last(&mut self);
+    fn put_raw(&mut self, p: &RawPlay);
+}
+
+/// Writes `value` just past the end of `v` (reserving capacity) and returns it, to
+/// be finished in place and then counted by [`grown`]: no copy on the stack.
+#[inline(always)]
+fn slot<T>(v: &mut Vec<T>, value: T) -> &mut T {
+    if v.len() == v.capacity() {
+        v.reserve(64);
+    }
+    v.spare_capacity_mut()[0].write(value)
+}
+
+/// Counts the element written by [`slot`].
+#[inline(always)]
+fn grown<T>(v: &mut Vec<T>) {
+    // SAFETY: `slot` reserved the element at `len` and initialised it.
+    unsafe { v.set_len(v.len() + 1) }
+}
+
+impl Sink for Vec<Board> {
+    const MOVES: bool = false;
+    #[inline(always)]
+    fn count(&self) -> usize {
+        self.len()
+    }
+    #[inline(always)]
+    fn cut(&mut self, n: usize) {
+        self.truncate(n)
+    }
+    #[inline(always)]
+    fn board_at(&self, i: usize) -> &Board {
+        &self[i]
+    }
+    #[inline(always)]
+    fn put(
+        &mut self,
+        v: Variant,
+        board: &Board,
+        _: &[RawMove],
+        last: Option<RawMove>,
+        _: Option<RelOutcome>,
+    ) {
+        let slot = slot(self, *board);
+        if let Some(m) = last {
+            apply_move(v, slot, m);
+        }
+        grown(self);
+    }
+    #[inline(always)]
+    fn drop_last(&mut self) {
+        self.pop();
+    }
+    fn put_raw(&mut self, p: &RawPlay) {
+        self.push(p.board)
+    }
+}
+
+impl Sink for Vec<RawPlay> {
+    const MOVES: bool = true;
+    #[inline(always)]
+    fn count(&self) -> usize {
+        self.len()
+    }
+    #[inline(always)]
+    fn cut(&mut self, n: usize) {
+        self.truncate(n)
+    }
+    #[inline(always)]
+    fn board_at(&self, i: usize) -> &Board {
+        &self[i].board
+    }
+    #[inline(always)]
+    fn put(
+        &mut self,
+        v: Variant,
+        board: &Board,
+        prefix: &[RawMove],
+        last: Option<RawMove>,
+        o: Option<RelOutcome>,
+    ) {
+        let mut moves = [RawMove::default(); 4];
+        moves[..prefix.len()].copy_from_slice(prefix);
+        let mut len = prefix.len();
+        if let Some(m) = last {
+            moves[len] = m;
+            len += 1;
+        }
+        let slot = slot(
+            self,
+            RawPlay {
+                board: *board,
+                moves,
+                len: len as u8,
+                outcome: o,
+            },
+        );
+        if let Some(m) = last {
+            apply_move(v, &mut slot.board, m);
+        }
+        grown(self);
+    }
+    #[inline(always)]
+    fn drop_last(&mut self) {
+        self.pop();
+    }
+    fn put_raw(&mut self, p: &RawPlay) {
+        self.push(*p)
+    }
+}
+
+/// splitmix64, for the key tables.
+const fn mix(state: u64) -> u64 {
+    let mut z = state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// Random words for the additive board key: `[0]` a mover checker at own index `i`,
+/// `[1]` an opponent checker, `[2]` an opponent checker pinned (Plakoto), `[3]` salt
+/// for the depth of an intermediate node.
+const fn key_tables() -> [[u64; 26]; 4] {
+    let mut t = [[0u64; 26]; 4];
+    let mut state: u64 = 0x7a76_6c69_2d65_6e67;
+    let mut k = 0;
+    while k < 4 {
         let mut i = 0;
         while i < 26 {
-            let mut n = 0;
-            while n < 16 {
-                state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-                let mut z = state;
-                z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-                z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-                // Count 0 hashes to 0 so that an empty board has key 0.
-                counts[side][i][n] = if n == 0 { 0 } else { z ^ (z >> 31) };
-                n += 1;
-            }
             state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-            let mut z = state;
-            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-            pins[side][i] = z ^ (z >> 31);
+            t[k][i] = mix(state);
             i += 1;
         }
-        side += 1;
+        k += 1;
     }
-    (counts, pins)
+    t
 }
 
-static ZOBRIST: ([[[u64; 16]; 26]; 2], [[u64; 26]; 2]) = zobrist_tables();
+/// The key of a board is `Σ count × word` over the tables of [`key_tables`] (mod
+/// 2^64): equal boards have equal keys, and a move changes the key by a sum of a few
+/// words, whatever the order of the moves. Keys are relative to the starting board.
+static KEYS: [[u64; 26]; 4] = key_tables();
 
-#[inline]
-fn zc(side: usize, i: usize, n: u8) -> u64 {
-    ZOBRIST.0[side][i][(n & 15) as usize]
-}
-
-/// The Zobrist key of a whole board.
-fn board_key(b: &Board) -> u64 {
-    let mut k = 0;
-    for i in 0..26 {
-        k ^= zc(0, i, b.own[i]) ^ zc(1, i, b.opp[i]);
-        if b.own_pinned >> i & 1 == 1 {
-            k ^= ZOBRIST.1[0][i];
-        }
-        if b.opp_pinned >> i & 1 == 1 {
-            k ^= ZOBRIST.1[1][i];
-        }
-    }
-    k
-}
-
-/// The key of `child`, one move `mv` after `parent` whose key is `key`: only the
-/// entries a single move can touch are updated.
-#[inline]
-fn child_key(key: u64, parent: &Board, child: &Board, mv: RawMove) -> u64 {
-    let (from, to) = (mv.from as usize, mv.to as usize);
-    let mut k = key
-        ^ zc(0, from, parent.own[from])
-        ^ zc(0, from, child.own[from])
-        ^ zc(0, to, parent.own[to])
-        ^ zc(0, to, child.own[to]);
-    if mv.hit || parent.opp[from] != child.opp[from] {
-        k ^= zc(1, to, parent.opp[to])
-            ^ zc(1, to, child.opp[to])
-            ^ zc(1, BAR, parent.opp[BAR])
-            ^ zc(1, BAR, child.opp[BAR])
-            ^ zc(1, from, parent.opp[from])
-            ^ zc(1, from, child.opp[from]);
-        let mut changed = parent.opp_pinned ^ child.opp_pinned;
-        while changed != 0 {
-            k ^= ZOBRIST.1[1][changed.trailing_zeros() as usize];
-            changed &= changed - 1;
-        }
-    }
-    k
-}
-
-/// A node of the search: a play so far and its board's key.
-#[derive(Clone, Copy)]
-struct Node {
-    play: RawPlay,
-    key: u64,
-    /// Source of the last move (25 for the root): the bound of the next source when
-    /// a double is generated in non-increasing source order.
-    last_from: u8,
-}
-
-/// An open-addressing set of node indices keyed by Zobrist key, cleared in O(1) by a
-/// generation counter. Equal keys are confirmed by comparing boards, so the result is
-/// exact.
+/// An open-addressing set of keys with an index each, cleared in O(1) by a generation
+/// counter. The caller confirms equal keys by comparing boards, so the result is exact.
 #[derive(Default)]
 struct KeySet {
-    slots: Vec<(u64, u32, u32)>, // (key, generation, index into the level)
+    slots: Vec<(u64, u32, u32)>, // (key, generation, index)
     generation: u32,
+    len: usize,
 }
 
 impl KeySet {
-    fn reset(&mut self, expected: usize) {
-        let want = (expected * 2).next_power_of_two().max(1024);
-        if self.slots.len() < want {
-            self.slots = vec![(0, 0, 0); want];
-            self.generation = 0;
+    fn clear(&mut self) {
+        if self.slots.is_empty() {
+            self.slots = vec![(0, 0, 0); 1024];
         }
+        self.len = 0;
         self.generation = self.generation.wrapping_add(1);
         if self.generation == 0 {
             self.slots.iter_mut().for_each(|s| s.1 = 0);
@@ -372,141 +403,781 @@ impl KeySet {
         }
     }
 
-    /// Pushes `make()` onto `level` unless a node with board `board` (key `key`) is
-    /// already there; the node is only built when it is new.
+    /// Inserts `(key, index)` unless an entry with the same key for which
+    /// `same(its index)` holds exists; returns true in that case (a duplicate).
     #[inline]
-    fn insert_with(
-        &mut self,
-        key: u64,
-        board: &Board,
-        level: &mut Vec<Node>,
-        make: impl FnOnce() -> Node,
-    ) {
-        if level.len() * 2 >= self.slots.len() {
-            self.grow(level);
+    fn insert(&mut self, key: u64, index: u32, same: impl Fn(u32) -> bool) -> bool {
+        if self.len * 2 >= self.slots.len() {
+            self.grow();
         }
         let mask = self.slots.len() - 1;
-        let mut i = (key as usize ^ (key >> 32) as usize) & mask;
+        let mut i = (key >> 40) as usize & mask;
         loop {
             let slot = &mut self.slots[i];
             if slot.1 != self.generation {
-                *slot = (key, self.generation, level.len() as u32);
-                level.push(make());
-                return;
+                *slot = (key, self.generation, index);
+                self.len += 1;
+                return false;
             }
-            if slot.0 == key && level[slot.2 as usize].play.board == *board {
-                return;
+            if slot.0 == key && same(slot.2) {
+                return true;
             }
             i = (i + 1) & mask;
         }
     }
 
-    fn grow(&mut self, level: &[Node]) {
+    fn grow(&mut self) {
+        let live: Vec<(u64, u32)> = self
+            .slots
+            .iter()
+            .filter(|s| s.1 == self.generation)
+            .map(|s| (s.0, s.2))
+            .collect();
         let n = self.slots.len() * 2;
         self.slots = vec![(0, 0, 0); n];
         self.generation = 1;
         let mask = n - 1;
-        for (idx, node) in level.iter().enumerate() {
-            let mut i = (node.key as usize ^ (node.key >> 32) as usize) & mask;
+        for (key, index) in live {
+            let mut i = (key >> 40) as usize & mask;
             while self.slots[i].1 == 1 {
                 i = (i + 1) & mask;
             }
-            self.slots[i] = (node.key, 1, idx as u32);
+            self.slots[i] = (key, 1, index);
         }
     }
 }
 
-/// Reusable buffers so that generation allocates nothing once warmed up.
+/// Buffers of the generator where duplicates are removed by key (Plakoto, Fevga);
+/// thread-local and reused, so generation allocates nothing once warmed up.
 #[derive(Default)]
 struct Scratch {
-    levels: [Vec<Node>; 5],
+    /// Keys of the plays written so far (index into the sink).
+    plays: KeySet,
+    /// Keys of intermediate nodes already searched (index into `nodes`).
     seen: KeySet,
+    nodes: Vec<Board>,
 }
 
 thread_local! {
     static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
 }
 
-/// How a level is expanded.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Expand {
-    /// Keep every child (no duplicates can arise); keys are kept for a later level.
-    All,
-    /// Remove children whose board is already in the level.
-    Dedupe,
-    /// Doubles in non-increasing source order: every multiset of moves is generated
-    /// once, so no duplicates arise and none need removing.
-    NonIncreasing,
+/// The mover's state at a node of the search: bit masks and the one count the rules
+/// read, so that a node's moves are known without building its board.
+#[derive(Clone, Copy)]
+struct Node {
+    /// Bit `i` (1..=25): the mover has a free checker at own index `i` (25 = bar).
+    occ: u32,
+    /// Bit `i`: an opposing checker pinned at `i` (Plakoto).
+    opp_pinned: u32,
+    /// The mover's checkers on its own 24 (Fevga, R8.2 first checker).
+    own24: u8,
+    /// Additive key of the board relative to the start (only where duplicates are
+    /// removed by key).
+    key: u64,
 }
 
-/// Expands every node of `from` by `die` into `to`. Nodes whose game is over are not
-/// expanded.
-#[inline]
-fn expand_level(
-    variant: Variant,
-    from: &[Node],
-    die: u8,
-    to: &mut Vec<Node>,
-    seen: &mut KeySet,
-    mode: Expand,
-) {
-    for node in from {
-        let max_from = if mode == Expand::NonIncreasing {
-            node.last_from as usize
-        } else {
-            BAR
-        };
-        expand_node(variant, node, die, 1, max_from, to, seen, mode);
-    }
+/// One generation: the starting board, the output, and what does not change within
+/// the turn. `V` is the variant, `D` whether duplicates are removed by key. The
+/// search passes each node's board down by reference (built only for nodes that
+/// have moves) and its [`Node`] by value.
+struct Gen<'a, S: Sink, const V: u8, const D: bool> {
+    base: &'a Board,
+    /// The output, moved in for the generation so that its length stays in a
+    /// register.
+    out: S,
+    /// Length of `out` before this generation.
+    start: usize,
+    /// The moves from the start to the current node (only when the sink records
+    /// moves).
+    path: [RawMove; 4],
+    /// Bit `i` (1..=24): the mover may land on own point `i` (R4, R5.3, R8.1); no
+    /// move of the mover changes this within a turn.
+    open: u32,
+    /// `reach[d]`: sources from which a die `d` lands on an open point (not bearing
+    /// off): `open << d` on own 1+d..=24.
+    reach: [u32; 7],
+    /// Bit `i`: a mover checker pinned at `i` (Plakoto); constant within a turn.
+    own_pinned: u32,
+    /// Depth of the plays kept so far (doubles: the deepest leaves win, R3).
+    best: usize,
+    /// Set when a rule whose effect depends on the order of the moves acted: R8.2
+    /// held back a checker that could have moved, R8.3 rejected a move (Fevga), or the
+    /// mother rule ended the game with dice left to play (Plakoto, R5.5). A generation
+    /// in one order (non-increasing, or the restricted smaller-die-first plays) is
+    /// complete when it stays false.
+    order_mattered: std::cell::Cell<bool>,
+    scratch: Option<&'a mut Scratch>,
 }
 
-/// Expands one node by `die` from sources in `min_from..=max_from`.
-#[inline]
-#[allow(clippy::too_many_arguments)]
-fn expand_node(
-    variant: Variant,
-    node: &Node,
-    die: u8,
-    min_from: usize,
-    max_from: usize,
-    to: &mut Vec<Node>,
-    seen: &mut KeySet,
-    mode: Expand,
-) {
-    if node.play.outcome.is_some() {
-        return;
+/// Bits `lo..=hi` (empty when `lo > hi`).
+#[inline(always)]
+const fn bits(lo: usize, hi: usize) -> u32 {
+    if lo > hi {
+        return 0;
     }
-    let parent = &node.play.board;
-    for_each_step_in(
-        variant,
-        parent,
-        die,
-        min_from,
-        max_from,
-        |nb, mv, outcome| match mode {
-            Expand::Dedupe => {
-                let key = child_key(node.key, parent, &nb, mv);
-                seen.insert_with(key, &nb, to, || Node {
-                    key,
-                    play: node.play.child(nb, mv, outcome),
-                    last_from: mv.from,
-                });
-            }
-            Expand::All | Expand::NonIncreasing => to.push(Node {
-                key: if mode == Expand::All {
-                    child_key(node.key, parent, &nb, mv)
+    (u32::MAX >> (31 - hi)) & !((1u32 << lo) - 1)
+}
+
+/// A level of a double's search (`$depth` moves played, board `b`): for each legal
+/// source in `s`, the child is a play if the game ended or it has no move (R3: kept
+/// if deepest), else its board is built and the next level searches it. With `NI`,
+/// a child's sources are at most its parent's source (non-increasing order);
+/// otherwise every order is searched and a child equal to one searched before at
+/// the same depth is skipped.
+macro_rules! double_level {
+    ($name:ident, $depth:expr, $next:ident) => {
+        #[inline(always)]
+        fn $name<const NI: bool>(&mut self, b: &Board, n: Node, mut s: u32, die: u8) {
+            const DEPTH: usize = $depth;
+            let mut any = false;
+            while s != 0 {
+                let from = high_bit(s);
+                s &= !(1 << from);
+                let (c, mv) = self.child(b, &n, from, die);
+                if self.breaks_rules(&c) {
+                    continue;
+                }
+                any = true;
+                let o = self.outcome(&c);
+                self.note_early_end(o);
+                let mut s2 = if o.is_none() {
+                    self.sources(&c, die)
                 } else {
                     0
-                },
-                play: node.play.child(nb, mv, outcome),
-                last_from: mv.from,
-            }),
-        },
-    );
+                };
+                if NI {
+                    s2 &= (2u32 << from) - 1;
+                }
+                if s2 == 0 {
+                    self.leaf(b, DEPTH, Some(mv), c.key, o);
+                    continue;
+                }
+                let mut nb = *b;
+                self.build(&mut nb, DEPTH, mv);
+                if NI || !self.seen_before(&nb, DEPTH + 1, c.key) {
+                    self.$next::<NI>(&nb, c, s2, die);
+                }
+            }
+            if !any {
+                self.leaf(b, DEPTH, None, n.key, None);
+            }
+        }
+    };
 }
 
-/// Whether the moves of a double may be generated in non-increasing source order
-/// without losing a play. True in Portes: no move's legality depends on a move from a
+impl<'a, S: Sink, const V: u8, const D: bool> Gen<'a, S, V, D> {
+    fn new(base: &'a Board, out: S, scratch: Option<&'a mut Scratch>) -> Self {
+        let open = bits(1, 24)
+            & match V {
+                // Portes and Plakoto: fewer than two opposing checkers (R4, R5.3) ...
+                PORTES | PLAKOTO => below_mask::<2>(&base.opp),
+                // ... Fevga: none (R8.1).
+                _ => below_mask::<1>(&base.opp),
+            }
+            & !(if V == PLAKOTO { base.own_pinned } else { 0 }); // R5.3: a pinner
+        let start = out.count();
+        Gen {
+            base,
+            out,
+            start,
+            path: [RawMove::default(); 4],
+            open,
+            reach: [0; 7],
+            own_pinned: if V == PLAKOTO { base.own_pinned } else { 0 },
+            best: 0,
+            order_mattered: std::cell::Cell::new(false),
+            scratch,
+        }
+    }
+
+    /// Prepares the moves of `die` ([`Self::reach`]).
+    #[inline(always)]
+    fn prepare(&mut self, die: u8) {
+        let d = die as usize;
+        self.reach[d] = (self.open << d) & bits(d + 1, 24);
+    }
+
+    /// The state of the starting board.
+    fn root(&self) -> Node {
+        let b = self.base;
+        Node {
+            occ: !below_mask::<1>(&b.own) & bits(1, 25),
+            opp_pinned: if V == PLAKOTO { b.opp_pinned } else { 0 },
+            own24: b.own[24],
+            key: 0,
+        }
+    }
+
+    /// Legal sources for `die` at node `n`, bit `i` for own index `i`: the bar first
+    /// (R4), the Fevga first checker (R8.2), moves landing on open points, and bearing
+    /// off when every checker (pinned ones and the bar included) is home: the exact
+    /// die, or a larger die from the highest point (R6, R5.4). R8.3 is checked after
+    /// the move ([`Self::breaks_rules`]).
+    #[inline(always)]
+    fn sources(&self, n: &Node, die: u8) -> u32 {
+        let d = die as usize;
+        let occ = n.occ;
+        if V == PORTES && occ >> BAR & 1 != 0 {
+            return (self.open >> (BAR - d) & 1) << BAR;
+        }
+        let mut s = occ & self.reach[d];
+        let high = high_bit(occ | self.own_pinned);
+        if high <= 6 {
+            s |= occ & (1 << d);
+            if high < d {
+                s |= occ & (1 << high);
+            }
+        }
+        if V == FEVGA && n.own24 == CHECKERS - 1 {
+            let r = occ & RUNNER_ZONE;
+            if r != 0 {
+                let runner = s & 1 << high_bit(r);
+                if runner != s {
+                    self.order_mattered.set(true);
+                }
+                s = runner;
+            }
+        }
+        s
+    }
+
+    /// The state after moving a checker from `from` by `die` at node `n` (board
+    /// `b`), and the move. Builds no board.
+    #[inline(always)]
+    fn child(&self, b: &Board, n: &Node, from: usize, die: u8) -> (Node, RawMove) {
+        let to = from.saturating_sub(die as usize);
+        let mut c = *n;
+        let emptied = b.own[from] == 1;
+        c.occ &= !((emptied as u32) << from);
+        c.occ |= (1 << to) & !1;
+        if V == FEVGA {
+            c.own24 -= (from == 24) as u8;
+        }
+        // A lone opposing checker on an open point is hit or pinned (Fevga: such a
+        // point is closed).
+        let hit = V != FEVGA && to != OFF && b.opp[to] == 1;
+        if hit {
+            if V == PLAKOTO {
+                c.opp_pinned |= 1 << to;
+            }
+            if D {
+                let k = if V == PLAKOTO {
+                    KEYS[2][to]
+                } else {
+                    KEYS[1][BAR]
+                };
+                c.key = c.key.wrapping_add(k).wrapping_sub(KEYS[1][to]);
+            }
+        }
+        if V == PLAKOTO && emptied && c.opp_pinned >> from & 1 != 0 {
+            c.opp_pinned &= !(1 << from);
+            if D {
+                c.key = c
+                    .key
+                    .wrapping_add(KEYS[1][from])
+                    .wrapping_sub(KEYS[2][from]);
+            }
+        }
+        if D {
+            c.key = c.key.wrapping_add(KEYS[0][to]).wrapping_sub(KEYS[0][from]);
+        }
+        let mv = RawMove {
+            from: from as u8,
+            to: to as u8,
+            die,
+            hit,
+        };
+        (c, mv)
+    }
+
+    /// Makes `mv` on `b` (a copy of a node `depth` moves deep), recording the move as
+    /// `path[depth]`.
+    #[inline(always)]
+    fn build(&mut self, b: &mut Board, depth: usize, mv: RawMove) {
+        if S::MOVES {
+            self.path[depth] = mv;
+        }
+        apply_move(variant_of(V), b, mv);
+    }
+
+    /// R8.3: the move just made closed the mover's whole start quarter (Fevga).
+    #[inline(always)]
+    fn breaks_rules(&self, c: &Node) -> bool {
+        let closed = V == FEVGA && c.occ & QUARTER == QUARTER;
+        if closed {
+            self.order_mattered.set(true);
+        }
+        closed
+    }
+
+    /// Plakoto: a move with dice still to play ended the game by the mother rule
+    /// (R5.5), which another order of the same moves might not have done.
+    #[inline(always)]
+    fn note_early_end(&self, o: Option<RelOutcome>) {
+        if V == PLAKOTO
+            && matches!(
+                o,
+                Some(RelOutcome::Draw)
+                    | Some(RelOutcome::Win {
+                        reason: OutcomeReason::MotherPinned,
+                        ..
+                    })
+            )
+        {
+            self.order_mattered.set(true);
+        }
+    }
+
+    /// The end of the game after the move just made (R7, R5.5), if any.
+    #[inline(always)]
+    fn outcome(&self, c: &Node) -> Option<RelOutcome> {
+        // No checker left on the board (pinned ones included): all 15 are off.
+        if c.occ | self.own_pinned == 0 {
+            return Some(bear_off_win(self.base.opp[OFF]));
+        }
+        if V == PLAKOTO && c.opp_pinned & (1 << 1) != 0 {
+            if self.own_pinned & (1 << 24) != 0 {
+                return Some(RelOutcome::Draw);
+            }
+            if c.occ & (1 << 24) == 0 {
+                return Some(RelOutcome::Win {
+                    points: 2,
+                    reason: OutcomeReason::MotherPinned,
+                });
+            }
+        }
+        None
+    }
+
+    /// Writes a play: `b` (a node `depth` moves deep, after `path[..depth]`) and then
+    /// `last`; where duplicates are removed by key, takes it back if an equal board
+    /// was written before.
+    #[inline(always)]
+    fn emit(
+        &mut self,
+        b: &Board,
+        depth: usize,
+        last: Option<RawMove>,
+        key: u64,
+        o: Option<RelOutcome>,
+    ) {
+        self.out.put(variant_of(V), b, &self.path[..depth], last, o);
+        if D {
+            let i = self.out.count() - 1;
+            let out = &self.out;
+            let dup = self
+                .scratch
+                .as_deref_mut()
+                .expect("scratch where D")
+                .plays
+                .insert(key, i as u32, |k| {
+                    out.board_at(k as usize) == out.board_at(i)
+                });
+            if dup {
+                self.out.drop_last();
+            }
+        }
+    }
+
+    /// A leaf of a double's search: `b` (a node `depth` moves deep) then `last`, or
+    /// `b` itself when `last` is `None`. Kept if as deep as the deepest so far (R3).
+    #[inline(always)]
+    fn leaf(
+        &mut self,
+        b: &Board,
+        depth: usize,
+        last: Option<RawMove>,
+        key: u64,
+        o: Option<RelOutcome>,
+    ) {
+        let len = depth + last.is_some() as usize;
+        if len < self.best {
+            return;
+        }
+        if len > self.best {
+            self.out.cut(self.start);
+            self.best = len;
+            if D {
+                self.scratch.as_deref_mut().expect("scratch").plays.clear();
+            }
+        }
+        self.emit(b, depth, last, key, o);
+    }
+
+    /// Whether an intermediate node equal to `b` (same board, same depth) was searched
+    /// already; records it otherwise.
+    fn seen_before(&mut self, b: &Board, depth: usize, key: u64) -> bool {
+        let s = self.scratch.as_deref_mut().expect("scratch");
+        let key = key.wrapping_add(KEYS[3][depth]);
+        let index = s.nodes.len() as u32;
+        let nodes = &s.nodes;
+        if s.seen.insert(key, index, |i| nodes[i as usize] == *b) {
+            return true;
+        }
+        s.nodes.push(*b);
+        false
+    }
+
+    double_level!(d0, 0, d1);
+    double_level!(d1, 1, d2);
+    double_level!(d2, 2, d3);
+
+    /// The last level of a double: node `n` (board `b`, three moves played) with
+    /// legal sources `s`; every move gives a play of four moves.
+    #[inline(always)]
+    fn d3<const NI: bool>(&mut self, b: &Board, n: Node, mut s: u32, die: u8) {
+        if V != FEVGA && !D {
+            // Every source gives a play of four moves, the deepest possible (R3).
+            if self.best < 4 {
+                self.out.cut(self.start);
+                self.best = 4;
+            }
+            while s != 0 {
+                let from = high_bit(s);
+                s &= !(1 << from);
+                let (c, mv) = self.child(b, &n, from, die);
+                let o = self.outcome(&c);
+                self.emit(b, 3, Some(mv), c.key, o);
+            }
+            return;
+        }
+        let mut any = false;
+        while s != 0 {
+            let from = high_bit(s);
+            s &= !(1 << from);
+            let (c, mv) = self.child(b, &n, from, die);
+            if self.breaks_rules(&c) {
+                continue;
+            }
+            any = true;
+            let o = self.outcome(&c);
+            self.leaf(b, 3, Some(mv), c.key, o);
+        }
+        if !any {
+            self.leaf(b, 3, None, n.key, None);
+        }
+    }
+
+    /// Every play of a double: four levels of the search, one function each, so that
+    /// the compiler inlines them into nested loops.
+    fn doubles<const NI: bool>(&mut self, die: u8) {
+        self.prepare(die);
+        let root = self.root();
+        let s = self.sources(&root, die);
+        let base = self.base;
+        self.d0::<NI>(base, root, s, die);
+    }
+
+    /// Every play of a non-double: both dice if possible, else the larger die, else
+    /// the smaller, else a pass (R3); `second` says how the smaller-die-first plays
+    /// are found.
+    fn non_double(&mut self, high: u8, low: u8, second: Second) {
+        let restricted = second != Second::Full;
+        self.prepare(high);
+        self.prepare(low);
+        let root = self.root();
+        let base = self.base;
+        // A: the larger die first.
+        let mut s = self.sources(&root, high);
+        while s != 0 {
+            let i = high_bit(s);
+            s &= !(1 << i);
+            let (c, mv) = self.child(base, &root, i, high);
+            let o = self.outcome(&c);
+            self.note_early_end(o);
+            if !self.breaks_rules(&c) && o.is_none() {
+                let mut s2 = self.sources(&c, low);
+                if !D {
+                    s2 &= !self.a_skip(&root, i, high, low);
+                }
+                if s2 != 0 {
+                    let mut b1 = *base;
+                    self.build(&mut b1, 0, mv);
+                    self.second(&b1, &c, s2, low);
+                }
+            }
+        }
+        // B: the smaller die first.
+        let bar = if V == PORTES { base.own[BAR] } else { 0 };
+        if bar < 2 {
+            let mut s = self.sources(&root, low);
+            while s != 0 {
+                let i = high_bit(s);
+                s &= !(1 << i);
+                let (c, mv) = self.child(base, &root, i, low);
+                let o = self.outcome(&c);
+                self.note_early_end(o);
+                if self.breaks_rules(&c) || o.is_some() {
+                    continue;
+                }
+                let landed = i.saturating_sub(low as usize);
+                let all = self.sources(&c, high);
+                let s2 = if bar == 1 {
+                    // Entered from the bar: only the same checker moving on can repeat
+                    // a play of A (R4 bar first).
+                    let dup = V == PORTES && self.b_continuation_is_duplicate(i, high, low);
+                    all & !((dup as u32) << landed)
+                } else if restricted {
+                    // Bear-offs with the larger die, then the same checker moving on
+                    // from a point that was empty (elsewhere both orders give the
+                    // same plays, already found by A).
+                    let mut s2 = all & bits(1, high as usize);
+                    if !D {
+                        let mut t = s2;
+                        while t != 0 {
+                            let j = high_bit(t);
+                            t &= !(1 << j);
+                            if self.b_bearoff_is_duplicate(&root, i, j, high, low) {
+                                s2 &= !(1 << j);
+                            }
+                        }
+                    }
+                    s2
+                } else {
+                    all
+                };
+                // The same checker moving on from a point that was empty, when A
+                // cannot give that play.
+                let cont = restricted
+                    && bar == 0
+                    && landed > high as usize
+                    && base.own[landed] == 0
+                    && all >> landed & 1 != 0
+                    && (D || !self.b_continuation_is_duplicate(i, high, low));
+                let cont = (cont as u32) << landed;
+                if s2 | cont == 0 {
+                    continue;
+                }
+                let mut b1 = *base;
+                self.build(&mut b1, 0, mv);
+                if second == Second::ContinuationFirst {
+                    self.second(&b1, &c, cont, high);
+                    self.second(&b1, &c, s2, high);
+                } else {
+                    self.second(&b1, &c, s2, high);
+                    self.second(&b1, &c, cont, high);
+                }
+            }
+        }
+        if self.out.count() > self.start {
+            return;
+        }
+        // No play uses both dice: every single move of the larger die, else of the
+        // smaller one, else a pass (R3).
+        for die in [high, low] {
+            let mut s = self.sources(&root, die);
+            while s != 0 {
+                let i = high_bit(s);
+                s &= !(1 << i);
+                let (c, mv) = self.child(base, &root, i, die);
+                if !self.breaks_rules(&c) {
+                    let o = self.outcome(&c);
+                    self.emit(base, 0, Some(mv), c.key, o);
+                }
+            }
+            if self.out.count() > self.start {
+                return;
+            }
+        }
+        self.emit(base, 0, None, 0, None);
+    }
+
+    /// The second move of a non-double from node `c` (board `b1`, one move played),
+    /// from the sources `s`, each written as a play.
+    #[inline(always)]
+    fn second(&mut self, b1: &Board, c: &Node, mut s: u32, die: u8) {
+        while s != 0 {
+            let j = high_bit(s);
+            s &= !(1 << j);
+            let (c2, mv) = self.child(b1, c, j, die);
+            if !self.breaks_rules(&c2) {
+                let o = self.outcome(&c2);
+                self.emit(b1, 1, Some(mv), c2.key, o);
+            }
+        }
+    }
+
+    /// Where moves commute: larger die first from `i`, then the smaller from
+    /// `p = i + low`, gives the same board as the checker on `p` playing both dice
+    /// (`p/p-high/i-high`), which comes earlier (a higher first source), when that path
+    /// is legal and its middle landing changes nothing: in Portes a blot there would be
+    /// hit; in Plakoto a blot there is pinned and freed again as the checker moves on
+    /// (R5.2). Returns the source bit to skip (0 if none).
+    #[inline(always)]
+    fn a_skip(&self, root: &Node, i: usize, high: u8, low: u8) -> u32 {
+        let p = i + low as usize;
+        let h = high as usize;
+        if p > 24 || p <= h || root.occ >> BAR & 1 != 0 {
+            return 0;
+        }
+        let mid = p - h;
+        let same = self.open >> mid & 1 != 0 && !self.hits(mid);
+        (same as u32) << p
+    }
+
+    /// Whether a checker passing through `i` (landing and moving on) changes the
+    /// opponent's checkers there: a Portes hit.
+    #[inline(always)]
+    fn hits(&self, i: usize) -> bool {
+        V == PORTES && self.base.opp[i] == 1
+    }
+
+    /// Where moves commute: smaller die first from `i` and the same checker on with
+    /// the larger die (`i/i-low/i-low-high`) gives the same board as
+    /// `i/i-high/i-high-low`, found by A, when that path is legal and neither path
+    /// hits on its middle point (see [`Self::a_skip`]).
+    #[inline(always)]
+    fn b_continuation_is_duplicate(&self, i: usize, high: u8, low: u8) -> bool {
+        let (h, l) = (high as usize, low as usize);
+        if i <= h {
+            return false;
+        }
+        let mid = i - h;
+        self.open >> mid & 1 != 0 && !self.hits(mid) && !self.hits(i - l)
+    }
+
+    /// Where moves commute, no checker on the bar: whether the play "smaller die from
+    /// `i`, then bear off from `j` with the larger die" is also a play with the larger
+    /// die first (found by A). The other orders that give the same board: `j` off first, then
+    /// `i` (the same two moves); with both checkers borne off, `i` off with the larger
+    /// die and `j` with the smaller; and for the same checker (`j = i - low`), the
+    /// larger die first from `i` and the smaller from `i - high`, hitting nothing.
+    fn b_bearoff_is_duplicate(&self, root: &Node, i: usize, j: usize, high: u8, low: u8) -> bool {
+        let (h, l) = (high as usize, low as usize);
+        let own = &self.base.own;
+        let occ0 = root.occ;
+        let without = |occ: u32, p: usize| {
+            if own[p] == 1 {
+                occ & !(1 << p)
+            } else {
+                occ
+            }
+        };
+        let pinned = self.own_pinned;
+        let bear_off = |occ: u32, from: usize, die: usize| {
+            let high_pt = high_bit(occ | pinned);
+            occ >> from & 1 != 0 && high_pt <= 6 && (from == die || (from < die && from == high_pt))
+        };
+        if bear_off(occ0, j, h) {
+            // A checker left on `i` (`without` keeps the bit when two stood on `j`);
+            // the landing `i - low` was open for B's first move.
+            let occ = without(occ0, j);
+            let ok = if i > l {
+                occ >> i & 1 != 0
+            } else {
+                bear_off(occ, i, l)
+            };
+            if ok {
+                return true;
+            }
+        }
+        if i <= l && j <= l && i != j && bear_off(occ0, i, h) && bear_off(without(occ0, i), j, l) {
+            return true;
+        }
+        if j + l == i && i > h {
+            let mid = i - h;
+            if self.open >> mid & 1 != 0
+                && !self.hits(mid)
+                && !self.hits(j)
+                && bear_off(without(occ0, i) | 1 << mid, mid, l)
+            {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Every legal single move by `die` from the starting board, to `f`.
+    fn steps(&mut self, die: u8, f: &mut impl FnMut(Board, RawMove, Option<RelOutcome>)) {
+        self.prepare(die);
+        let root = self.root();
+        let base = self.base;
+        let mut s = self.sources(&root, die);
+        while s != 0 {
+            let from = high_bit(s);
+            s &= !(1 << from);
+            let (c, mv) = self.child(base, &root, from, die);
+            if !self.breaks_rules(&c) {
+                let o = self.outcome(&c);
+                let mut b = *base;
+                apply_move(variant_of(V), &mut b, mv);
+                f(b, mv, o);
+            }
+        }
+    }
+}
+
+/// How a non-double's plays with the smaller die first are found (after those with
+/// the larger die first).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Second {
+    /// Moves commute ([`moves_commute`]): only bear-offs with the larger die, then the
+    /// same checker moving on from a point that was empty; elsewhere both orders give
+    /// the same plays. The order of the generator this one replaced, where
+    /// [`non_increasing_is_complete`] held for the smaller die.
+    Restricted,
+    /// The same plays in the order that generator gave where it searched every second
+    /// move: the checker moving on first, then the bear-offs.
+    ContinuationFirst,
+    /// Every second move, duplicates removed by key.
+    Full,
+}
+
+/// Whether the order of this turn's moves cannot change which plays exist: then a
+/// double's moves may be generated in non-increasing source order, and a
+/// non-double's plays with the smaller die first only add what [`Second::Restricted`]
+/// tries. Always in Portes. In Plakoto unless the mother rule could end the game
+/// mid-turn (R5.5): a lone opposing checker on own 1 that some checker can reach
+/// while the mover's own 24 can be emptied this turn (or its own mother is pinned),
+/// or the opposing mother already pinned while own 24 can be emptied. In Fevga unless
+/// the first-checker rule applies (R8.2: 15 on own 24, or 14 with the other on own
+/// 12..=23), or the start quarter could be closed (R8.3: its occupied points plus
+/// the empty ones a checker can reach, at most one per move, make six).
+fn moves_commute(variant: Variant, b: &Board, dice: Dice) -> bool {
+    if dice.is_double() {
+        double_commutes(variant, b, dice.die1(), 4)
+    } else {
+        let (h, l) = (dice.high() as usize, dice.low() as usize);
+        commute_with(variant, b, 2, &[l, h, h + l])
+    }
+}
+
+/// [`moves_commute`] for `moves` moves of a double `die` from `b`.
+#[inline]
+fn double_commutes(variant: Variant, b: &Board, die: u8, moves: usize) -> bool {
+    let d = die as usize;
+    let sums = [d, 2 * d, 3 * d, 4 * d];
+    commute_with(variant, b, moves, &sums[..moves])
+}
+
+/// [`moves_commute`] for `moves` moves whose distances one checker may cover are
+/// `sums`.
+fn commute_with(variant: Variant, b: &Board, moves: usize, sums: &[usize]) -> bool {
+    let reached = |q: usize| sums.iter().any(|&s| q + s <= 24 && b.own[q + s] > 0);
+    match variant {
+        Variant::Portes => true,
+        Variant::Plakoto => {
+            let own24_may_empty = b.own[24] as usize <= moves;
+            let own_mother_pinned = b.own_pinned >> 24 & 1 == 1;
+            let may_pin_mother = b.opp[1] == 1 && reached(1);
+            let mother_pinned = b.opp_pinned >> 1 & 1 == 1;
+            !(may_pin_mother && (own24_may_empty || own_mother_pinned))
+                && !(mother_pinned && own24_may_empty)
+        }
+        Variant::Fevga => {
+            let first_checker = b.own[24] == CHECKERS
+                || (b.own[24] == CHECKERS - 1 && b.own[12..=23].iter().any(|&n| n > 0));
+            let occupied = b.own[19..=24].iter().filter(|&&n| n > 0).count();
+            let fillable = (19..=24).filter(|&q| b.own[q] == 0 && reached(q)).count();
+            !first_checker && occupied + fillable.min(moves) < 6
+        }
+    }
+}
+
+/// The condition under which the generator this one replaced restricted the smaller-die-
+/// first plays of a non-double (kept to give the same order, [`Second::Restricted`]);
+/// it implies [`moves_commute`]. True in Portes: no move's legality depends on a move from a
 /// lower point (closed points do not change within a turn, the bar is the highest
 /// source, and a lower move never brings a higher checker home nor changes the highest
 /// point). True in Plakoto unless the mother rule could end the game mid-turn, which
@@ -528,106 +1199,92 @@ fn non_increasing_is_complete(variant: Variant, b: &Board, die: u8) -> bool {
     }
 }
 
-/// All legal plays of `board` (the mover's view) with `dice`, appended to `out`.
-///
-/// One play per distinct resulting board (R3). No legal move gives exactly one play
-/// with no moves (a pass). Boards in `out` are not mirrored. The caller must not pass
-/// a board whose game is already over (R9).
-pub fn generate(variant: Variant, board: &Board, dice: Dice, out: &mut Vec<RawPlay>) {
-    if variant == Variant::Fevga {
-        if let Some(prime) = fevga_trapped_prime(board) {
-            generate_must_open(variant, board, dice, &prime, out);
-            return;
+/// Generation into either sink: the sink is moved into the generator and back.
+fn run<S: Sink + Default>(variant: Variant, board: &Board, dice: Dice, out: &mut S) {
+    let sink = std::mem::take(out);
+    *out = match variant {
+        Variant::Portes => {
+            let mut g = Gen::<S, PORTES, false>::new(board, sink, None);
+            if dice.is_double() {
+                g.doubles::<true>(dice.die1());
+            } else {
+                g.non_double(dice.high(), dice.low(), Second::Restricted);
+            }
+            g.out
         }
+        Variant::Plakoto => keyed::<S, PLAKOTO>(board, dice, sink),
+        Variant::Fevga => match fevga_trapped_prime(board) {
+            Some(prime) => {
+                let mut sink = sink;
+                let mut plays = Vec::new();
+                generate_must_open(variant, board, dice, &prime, &mut plays);
+                for p in &plays {
+                    sink.put_raw(p);
+                }
+                sink
+            }
+            None => keyed::<S, FEVGA>(board, dice, sink),
+        },
     }
+}
+
+/// Plakoto and Fevga: in one order (doubles non-increasing, non-doubles with the
+/// restricted smaller-die-first plays) where the moves commute, or where they might
+/// not but no order-dependent rule acted during that generation (its plays are then
+/// every play, in the same order: a play's first path in every order is its path in
+/// that one); otherwise every order, with duplicates removed by key.
+fn keyed<S: Sink, const V: u8>(board: &Board, dice: Dice, sink: S) -> S {
+    let variant = variant_of(V);
+    let commute = moves_commute(variant, board, dice);
+    let mut g = Gen::<S, V, false>::new(board, sink, None);
+    let start = g.start;
+    if dice.is_double() {
+        g.doubles::<true>(dice.die1());
+    } else if non_increasing_is_complete(variant, board, dice.low()) {
+        g.non_double(dice.high(), dice.low(), Second::Restricted);
+    } else {
+        g.non_double(dice.high(), dice.low(), Second::ContinuationFirst);
+    }
+    if commute || !g.order_mattered.get() {
+        return g.out;
+    }
+    let mut sink = g.out;
+    sink.cut(start);
+    every_order::<S, V>(board, dice, sink)
+}
+
+/// Every order of the moves, duplicates removed by key.
+fn every_order<S: Sink, const V: u8>(board: &Board, dice: Dice, sink: S) -> S {
     SCRATCH.with(|s| {
         let s = &mut *s.borrow_mut();
-        let root = Node {
-            play: RawPlay::root(*board),
-            key: board_key(board),
-            last_from: BAR as u8,
-        };
-        let levels = &mut s.levels;
-        let plays: &[Node] = if dice.is_double() {
-            let d = dice.die1();
-            let mode = if non_increasing_is_complete(variant, board, d) {
-                Expand::NonIncreasing
-            } else {
-                Expand::Dedupe
-            };
-            levels[0].clear();
-            levels[0].push(root);
-            let mut deepest = 0;
-            for k in 1..=4 {
-                let (prev, next) = levels.split_at_mut(k);
-                let (prev, next) = (&prev[k - 1], &mut next[0]);
-                next.clear();
-                s.seen.reset(prev.len() * 8);
-                // Level 1 cannot hold duplicates: each source gives a different board.
-                let mode = if k == 1 { Expand::All } else { mode };
-                expand_level(variant, prev, d, next, &mut s.seen, mode);
-                if next.is_empty() {
-                    break;
-                }
-                deepest = k;
-            }
-            // Maximum dice (R3): the deepest level; a game end before it played fewer.
-            &levels[deepest]
+        s.plays.clear();
+        s.seen.clear();
+        s.nodes.clear();
+        let mut g = Gen::<S, V, true>::new(board, sink, Some(s));
+        if dice.is_double() {
+            g.doubles::<false>(dice.die1());
         } else {
-            let (high, low) = (dice.high(), dice.low());
-            let [l0, l_high, l_low, l2, _] = levels;
-            l0.clear();
-            l0.push(root);
-            l_high.clear();
-            l_low.clear();
-            l2.clear();
-            expand_level(variant, l0, high, l_high, &mut s.seen, Expand::All);
-            expand_level(variant, l0, low, l_low, &mut s.seen, Expand::All);
-            s.seen.reset((l_high.len() + l_low.len()) * 8);
-            expand_level(variant, l_high, low, l2, &mut s.seen, Expand::Dedupe);
-            if board.own[BAR] == 0 && non_increasing_is_complete(variant, board, low) {
-                // Smaller die first, then the larger: when moves commute (see
-                // `non_increasing_is_complete`), a larger-die move that did not need the
-                // smaller one first gives a play already found above. Only bear-offs
-                // (sources 1..=high, whose legality may depend on the first move) and
-                // the same checker moving on (from a point empty before the turn) can
-                // give new plays.
-                for node in l_low.iter() {
-                    expand_node(
-                        variant,
-                        node,
-                        high,
-                        1,
-                        high as usize,
-                        l2,
-                        &mut s.seen,
-                        Expand::Dedupe,
-                    );
-                    let landed = node.play.moves[0].to as usize;
-                    if landed > high as usize && board.own[landed] == 0 {
-                        expand_node(
-                            variant,
-                            node,
-                            high,
-                            landed,
-                            landed,
-                            l2,
-                            &mut s.seen,
-                            Expand::Dedupe,
-                        );
-                    }
-                }
-            } else {
-                expand_level(variant, l_low, high, l2, &mut s.seen, Expand::Dedupe);
-            }
-            // Both dice if possible, else the larger, else the smaller, else pass (R3).
-            [&*l2, &*l_high, &*l_low, &*l0]
-                .into_iter()
-                .find(|l| !l.is_empty())
-                .expect("level 0 holds the root")
-        };
-        out.extend(plays.iter().map(|n| n.play));
-    });
+            g.non_double(dice.high(), dice.low(), Second::Full);
+        }
+        g.out
+    })
+}
+
+/// R8.4: if all 15 opposing checkers stand on one point and the six points in front
+/// of them (in their direction) are all the mover's, returns those six own points.
+fn fevga_trapped_prime(b: &Board) -> Option<[usize; 6]> {
+    let x = (1..=24).find(|&i| b.opp[i] == CHECKERS)?;
+    // The opponent moves to lower own indices with wrap-around (both sides run the
+    // same way in Fevga); it needs six points before its home ends.
+    let opp_own = super::board::flip_index(Variant::Fevga, x);
+    if opp_own < 7 {
+        return None;
+    }
+    let mut pts = [0; 6];
+    for (k, p) in pts.iter_mut().enumerate() {
+        *p = (x + 24 - k - 2) % 24 + 1;
+    }
+    pts.iter().all(|&p| b.own[p] > 0).then_some(pts)
 }
 
 /// R8.4: complete sequences that break the trapping prime are preferred; among them
@@ -667,9 +1324,14 @@ fn generate_must_open(
                 rest.remove(k);
                 for_each_step(variant, &node.board, die, |nb, mv, outcome| {
                     any = true;
+                    let mut child = node;
+                    child.board = nb;
+                    child.moves[node.len as usize] = mv;
+                    child.len += 1;
+                    child.outcome = outcome;
                     rec(
                         variant,
-                        node.child(nb, mv, outcome),
+                        child,
                         &rest,
                         used_high || die == high,
                         high,
@@ -682,14 +1344,13 @@ fn generate_must_open(
             terminals.push((node, used_high));
         }
     }
-    rec(
-        variant,
-        RawPlay::root(*board),
-        &dice_seq,
-        false,
-        dice.high(),
-        &mut terminals,
-    );
+    let root = RawPlay {
+        board: *board,
+        moves: [RawMove::default(); 4],
+        len: 0,
+        outcome: None,
+    };
+    rec(variant, root, &dice_seq, false, dice.high(), &mut terminals);
     let breaks = |p: &RawPlay| prime.iter().any(|&i| p.board.own[i] == 0);
     if terminals.iter().any(|(p, _)| breaks(p)) {
         terminals.retain(|(p, _)| breaks(p));

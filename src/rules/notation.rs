@@ -127,13 +127,48 @@ pub fn parse(text: &str) -> Result<Vec<Segment>, RulesError> {
 /// (`24/18(2)`), chains in the order they were first played, `pass` for no move.
 /// Made for one turn's moves (at most four); longer lists are written four at a time.
 pub fn format(moves: &[RawMove]) -> String {
+    let mut out = String::with_capacity(24);
+    push(moves, &mut out);
+    out
+}
+
+/// Where [`push`] writes: a `String` or a byte buffer (the text is ASCII).
+pub trait Text {
+    /// Appends the ASCII bytes `b`.
+    fn ascii(&mut self, b: &[u8]);
+}
+
+impl Text for String {
+    #[inline]
+    fn ascii(&mut self, b: &[u8]) {
+        for &c in b {
+            self.push(c as char);
+        }
+    }
+}
+
+impl Text for Vec<u8> {
+    #[inline]
+    fn ascii(&mut self, b: &[u8]) {
+        self.extend_from_slice(b);
+    }
+}
+
+/// Appends [`format`]'s text to `out`, without a `String` of its own.
+pub fn push(moves: &[RawMove], out: &mut impl Text) {
     if moves.is_empty() {
-        return "pass".to_string();
+        out.ascii(b"pass");
+        return;
     }
     if moves.len() > 4 {
         // Not one turn's moves: write each move on its own, four at a time.
-        let parts: Vec<String> = moves.chunks(4).map(format).collect();
-        return parts.join(" ");
+        for (i, chunk) in moves.chunks(4).enumerate() {
+            if i > 0 {
+                out.ascii(b" ");
+            }
+            push(chunk, out);
+        }
+        return;
     }
     // Fixed-size buffers (at most four moves): the service formats every legal play.
     // A chain: the points it visits and whether each landing hit; its repeat count.
@@ -174,33 +209,26 @@ pub fn format(moves: &[RawMove]) -> String {
             }
         }
     }
-    let mut out = String::with_capacity(24);
     for (i, (c, n)) in groups[..n_groups].iter().enumerate() {
         if i > 0 {
-            out.push(' ');
+            out.ascii(b" ");
         }
         for (k, &(p, hit)) in c.places[..c.len].iter().enumerate() {
             if k > 0 {
-                out.push('/');
+                out.ascii(b"/");
             }
             match p {
-                25 => out.push_str("bar"),
-                0 => out.push_str("off"),
-                p if p >= 10 => {
-                    out.push((b'0' + p / 10) as char);
-                    out.push((b'0' + p % 10) as char);
-                }
-                p => out.push((b'0' + p) as char),
+                25 => out.ascii(b"bar"),
+                0 => out.ascii(b"off"),
+                p if p >= 10 => out.ascii(&[b'0' + p / 10, b'0' + p % 10]),
+                p => out.ascii(&[b'0' + p]),
             }
             if hit {
-                out.push('*');
+                out.ascii(b"*");
             }
         }
         if *n > 1 {
-            out.push('(');
-            out.push((b'0' + *n as u8) as char);
-            out.push(')');
+            out.ascii(&[b'(', b'0' + *n as u8, b')']);
         }
     }
-    out
 }

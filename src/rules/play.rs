@@ -33,7 +33,9 @@ pub enum PlayInput {
     Position(Position),
 }
 
-fn to_location(variant: Variant, mover: Side, own: u8, is_from: bool) -> Location {
+/// A move's end in printed numbering: own index `own` of `mover` (25 = bar as a start,
+/// 0 = off as an end).
+pub(crate) fn to_location(variant: Variant, mover: Side, own: u8, is_from: bool) -> Location {
     match own {
         25 if is_from => Location::Bar,
         0 if !is_from => Location::Off,
@@ -61,11 +63,20 @@ pub(crate) fn to_play(variant: Variant, mover: Side, raw: &RawPlay) -> Play {
     }
 }
 
+/// Every legal play of `pos` with `dice` as the generator gives it ([`RawPlay`]: the
+/// board after it, the mover's view; its moves in own numbering; its outcome from the
+/// mover's view), in the order of [`legal_plays`], which converts each one. For
+/// callers that write plays themselves (the service's ListLegalPlays bytes). Errors:
+/// as [`legal_plays`].
+pub fn legal_raw_plays(pos: &Position, dice: Dice) -> Result<Vec<RawPlay>, RulesError> {
+    raw_plays(pos, dice)
+}
+
 /// All legal plays of the internal board of a validated, playable position.
 fn raw_plays(pos: &Position, dice: Dice) -> Result<Vec<RawPlay>, RulesError> {
     pos.validate_playable()?;
     let board = Board::from_position(pos, pos.turn);
-    let mut out = Vec::new();
+    let mut out = Vec::with_capacity(64);
     generate(pos.variant, &board, dice, &mut out);
     Ok(out)
 }
@@ -91,12 +102,55 @@ pub fn legal_plays(pos: &Position, dice: Dice) -> Result<Vec<Play>, RulesError> 
 pub fn apply(pos: &Position, dice: Dice, play: &PlayInput) -> Result<Play, RulesError> {
     let raws = raw_plays(pos, dice)?;
     let (variant, mover) = (pos.variant, pos.turn);
-    let found = match play {
+    let mut found = Vec::with_capacity(1);
+    find_matches(pos, dice, play, &raws, false, &mut found)?;
+    match found.first() {
+        Some(&i) => Ok(to_play(variant, mover, &raws[i])),
+        None => Err(not_legal(play, dice, &raws)),
+    }
+}
+
+/// Every legal play that `play` can stand for, in generation order: none when it is
+/// not legal, one normally, several when written notation fits plays with different
+/// results (a record reader reports that as ambiguous rather than guess). A play
+/// given as its resulting position matches at most one play.
+///
+/// Errors: as [`legal_plays`], plus [`RulesError::Invalid`] with field `play` (or
+/// `play.moves[i]...`) when the play is malformed.
+pub fn matching_plays(
+    pos: &Position,
+    dice: Dice,
+    play: &PlayInput,
+) -> Result<Vec<Play>, RulesError> {
+    let raws = raw_plays(pos, dice)?;
+    let mut found = Vec::new();
+    find_matches(pos, dice, play, &raws, true, &mut found)?;
+    found.sort_unstable();
+    Ok(found
+        .iter()
+        .map(|&i| to_play(pos.variant, pos.turn, &raws[i]))
+        .collect())
+}
+
+/// The indices into `raws` of the plays that `play` stands for: the first found, or
+/// every one when `all`.
+fn find_matches(
+    pos: &Position,
+    dice: Dice,
+    play: &PlayInput,
+    raws: &[RawPlay],
+    all: bool,
+    out: &mut Vec<usize>,
+) -> Result<(), RulesError> {
+    let (variant, mover) = (pos.variant, pos.turn);
+    match play {
         PlayInput::Position(target) => {
             let mut t = *target;
             t.turn = mover.opponent();
-            raws.iter()
-                .find(|r| r.board.to_position(variant, mover, t.turn) == t)
+            out.extend(
+                raws.iter()
+                    .position(|r| r.board.to_position(variant, mover, t.turn) == t),
+            );
         }
         PlayInput::Moves(moves) => {
             let segs = moves
@@ -104,38 +158,38 @@ pub fn apply(pos: &Position, dice: Dice, play: &PlayInput) -> Result<Play, Rules
                 .enumerate()
                 .map(|(i, m)| move_to_segment(variant, mover, i, m))
                 .collect::<Result<Vec<_>, _>>()?;
-            find_by_segments(variant, pos, dice, &segs, &raws)
+            find_by_segments(variant, pos, dice, &segs, raws, all, out);
         }
         PlayInput::Notation(text) => {
             let segs = notation::parse(text)?;
-            find_by_segments(variant, pos, dice, &segs, &raws)
-        }
-    };
-    match found {
-        Some(r) => Ok(to_play(variant, mover, r)),
-        None => {
-            let mut legal: Vec<String> = raws.iter().map(|r| notation::format(r.moves())).collect();
-            let more = legal.len().saturating_sub(12);
-            legal.truncate(12);
-            let what = match play {
-                PlayInput::Notation(t) => format!("{:?}", super::position::Clip(t)),
-                PlayInput::Moves(m) => format!("{} moves", m.len()),
-                PlayInput::Position(_) => "the resulting position".to_string(),
-            };
-            Err(RulesError::invalid(
-                "play",
-                format!(
-                    "{what} is not a legal play for {dice}; legal plays (notation, mover's own numbering): {}{}",
-                    legal.join(", "),
-                    if more > 0 {
-                        format!(" and {more} more")
-                    } else {
-                        String::new()
-                    }
-                ),
-            ))
+            find_by_segments(variant, pos, dice, &segs, raws, all, out);
         }
     }
+    Ok(())
+}
+
+/// The error for a play that is not legal, with (up to 12 of) the legal plays.
+fn not_legal(play: &PlayInput, dice: Dice, raws: &[RawPlay]) -> RulesError {
+    let mut legal: Vec<String> = raws.iter().map(|r| notation::format(r.moves())).collect();
+    let more = legal.len().saturating_sub(12);
+    legal.truncate(12);
+    let what = match play {
+        PlayInput::Notation(t) => format!("{:?}", super::position::Clip(t)),
+        PlayInput::Moves(m) => format!("{} moves", m.len()),
+        PlayInput::Position(_) => "the resulting position".to_string(),
+    };
+    RulesError::invalid(
+        "play",
+        format!(
+            "{what} is not a legal play for {dice}; legal plays (notation, mover's own numbering): {}{}",
+            legal.join(", "),
+            if more > 0 {
+                format!(" and {more} more")
+            } else {
+                String::new()
+            }
+        ),
+    )
 }
 
 fn move_to_segment(
@@ -172,17 +226,20 @@ fn move_to_segment(
     })
 }
 
-/// Finds the legal play that the segments realise, trying the written order and then
-/// every other order of the segments.
-fn find_by_segments<'a>(
+/// Finds the legal plays that the segments realise, trying the written order and then
+/// every other order of the segments: pushes indices into `raws` to `out` (each
+/// once), the first found only unless `all`.
+fn find_by_segments(
     variant: Variant,
     pos: &Position,
     dice: Dice,
     segs: &[Segment],
-    raws: &'a [RawPlay],
-) -> Option<&'a RawPlay> {
+    raws: &[RawPlay],
+    all: bool,
+    out: &mut Vec<usize>,
+) {
     if segs.len() > 4 {
-        return None;
+        return;
     }
     let board = Board::from_position(pos, pos.turn);
     let dice_list: Vec<u8> = if dice.is_double() {
@@ -191,7 +248,6 @@ fn find_by_segments<'a>(
         vec![dice.die1(), dice.die2()]
     };
     let mut order: Vec<usize> = (0..segs.len()).collect();
-    let mut found = None;
     permute(&mut order, 0, &mut |ord| {
         let seq: Vec<Segment> = ord.iter().map(|&i| segs[i]).collect();
         realize(
@@ -203,14 +259,21 @@ fn find_by_segments<'a>(
             &dice_list,
             &mut Vec::new(),
             &mut |b, n| {
-                if found.is_none() {
-                    found = raws.iter().find(|r| r.board == *b && r.len as usize == n);
+                if !all && !out.is_empty() {
+                    return;
+                }
+                if let Some(i) = raws
+                    .iter()
+                    .position(|r| r.board == *b && r.len as usize == n)
+                {
+                    if !out.contains(&i) {
+                        out.push(i);
+                    }
                 }
             },
         );
-        found.is_some()
+        !all && !out.is_empty()
     });
-    found
 }
 
 /// Heap's-style permutation walk; stops when `f` returns true.

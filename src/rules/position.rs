@@ -70,7 +70,7 @@ impl Point {
         }
     }
 
-    fn count_mut(&mut self, side: Side) -> &mut u8 {
+    pub(crate) fn count_mut(&mut self, side: Side) -> &mut u8 {
         match side {
             Side::White => &mut self.white,
             Side::Black => &mut self.black,

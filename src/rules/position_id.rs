@@ -27,13 +27,6 @@ use super::types::{Side, Variant};
 use base64::engine::general_purpose::STANDARD_NO_PAD;
 use base64::Engine;
 
-/// Printed points of `side`'s path, from its own 24 down to own 1.
-fn path(variant: Variant, side: Side) -> impl Iterator<Item = u8> {
-    (1..=24u8)
-        .rev()
-        .map(move |own| Position::printed_point(variant, side, own))
-}
-
 /// The canonical Position ID of `pos` (see the module grammar).
 pub fn to_id(pos: &Position) -> String {
     let mut v = Vec::with_capacity(96);
@@ -44,51 +37,109 @@ pub fn to_id(pos: &Position) -> String {
 /// Appends the canonical Position ID of `pos` to `out` (ASCII), as [`to_id`] without
 /// a `String` of its own: the service writes one ID per legal play into its response.
 pub fn push_id(pos: &Position, out: &mut Vec<u8>) {
-    fn push_num(out: &mut Vec<u8>, n: u8) {
-        if n >= 100 {
-            out.push(b'0' + n / 100);
-        }
-        if n >= 10 {
-            out.push(b'0' + n / 10 % 10);
-        }
-        out.push(b'0' + n % 10);
+    // Written byte by byte into a stack buffer, then copied once.
+    let mut w = IdWriter {
+        buf: [0u8; ID_BUF],
+        n: 0,
+    };
+    for &b in pos.variant.name().as_bytes() {
+        w.byte(b);
     }
-    out.extend_from_slice(pos.variant.name().as_bytes());
-    out.extend_from_slice(if pos.turn == Side::White {
-        b"/w"
-    } else {
-        b"/b"
-    });
+    w.byte(b'/');
+    w.byte(if pos.turn == Side::White { b'w' } else { b'b' });
     for side in [Side::White, Side::Black] {
-        out.push(b'/');
-        let start = out.len();
-        let sep = |out: &mut Vec<u8>| {
-            if out.len() > start {
-                out.push(b',');
-            }
-        };
+        w.byte(b'/');
+        let start = w.n;
         if pos.bar[side.index()] > 0 {
-            sep(out);
-            out.extend_from_slice(b"bar:");
-            push_num(out, pos.bar[side.index()]);
+            w.entry(start, *b"bar", pos.bar[side.index()], false);
         }
-        for printed in path(pos.variant, side) {
-            let pt = pos.point(printed);
-            let n = pt.count(side);
-            if n > 0 {
-                sep(out);
-                push_num(out, printed);
-                out.push(b':');
-                push_num(out, n);
-                if pt.pinned == Some(side) {
-                    out.push(b'p');
-                }
+        for &printed in &PATHS[path_index(pos.variant, side)] {
+            let pt = &pos.points[printed as usize - 1];
+            let count = match side {
+                Side::White => pt.white,
+                Side::Black => pt.black,
+            };
+            if count > 0 {
+                let place = if printed >= 10 {
+                    [b'0' + printed / 10, b'0' + printed % 10, 0]
+                } else {
+                    [b'0' + printed, 0, 0]
+                };
+                w.entry(start, place, count, pt.pinned == Some(side));
             }
         }
         if pos.off[side.index()] > 0 {
-            sep(out);
-            out.extend_from_slice(b"off:");
-            push_num(out, pos.off[side.index()]);
+            w.entry(start, *b"off", pos.off[side.index()], false);
+        }
+    }
+    out.extend_from_slice(&w.buf[..w.n]);
+}
+
+/// Each side's printed points in the order of its path (own 24 down to own 1, R1),
+/// by [`path_index`].
+const PATHS: [[u8; 24]; 3] = {
+    let mut t = [[0u8; 24]; 3];
+    let mut k = 0;
+    while k < 24 {
+        let own = 24 - k as u8;
+        t[0][k] = own; // White, every variant
+        t[1][k] = 25 - own; // Black, Portes and Plakoto
+        t[2][k] = (own + 11) % 24 + 1; // Black, Fevga
+        k += 1;
+    }
+    t
+};
+
+#[inline]
+fn path_index(variant: Variant, side: Side) -> usize {
+    match (variant, side) {
+        (_, Side::White) => 0,
+        (Variant::Fevga, Side::Black) => 2,
+        (_, Side::Black) => 1,
+    }
+}
+
+/// Bytes of [`IdWriter`]'s buffer, a power of two above the longest Position ID:
+/// the variant and side (9 bytes), then per side `/` and at most 26 entries (bar, 24
+/// points, off) of at most 8 bytes (`,24:255p`), 425 bytes in all.
+const ID_BUF: usize = 512;
+
+/// [`push_id`]'s text, built in a stack buffer and copied out once. Indices are taken
+/// modulo the buffer's size, which the text never reaches, so no write is checked.
+struct IdWriter {
+    buf: [u8; ID_BUF],
+    n: usize,
+}
+
+impl IdWriter {
+    #[inline(always)]
+    fn byte(&mut self, b: u8) {
+        self.buf[self.n & (ID_BUF - 1)] = b;
+        self.n += 1;
+    }
+
+    /// `place:count` (and `p` when pinned), after a comma unless first since `start`;
+    /// `place` ends at its first zero byte.
+    #[inline(always)]
+    fn entry(&mut self, start: usize, place: [u8; 3], count: u8, pinned: bool) {
+        if self.n > start {
+            self.byte(b',');
+        }
+        for b in place {
+            if b != 0 {
+                self.byte(b);
+            }
+        }
+        self.byte(b':');
+        if count >= 100 {
+            self.byte(b'0' + count / 100);
+        }
+        if count >= 10 {
+            self.byte(b'0' + count / 10 % 10);
+        }
+        self.byte(b'0' + count % 10);
+        if pinned {
+            self.byte(b'p');
         }
     }
 }
@@ -166,6 +217,14 @@ pub(crate) fn parse_side(pos: &mut Position, side: Side, list: &str) -> Result<(
                     Side::Black => pt.black = n,
                 }
                 if pinned {
+                    // One checker at most is pinned on a point (R5.1): both colours
+                    // marked pinned there is a contradiction, not "the last one wins".
+                    if let Some(other) = pt.pinned.filter(|&o| o != side) {
+                        return Err(format!(
+                            "{shown:?}: point {printed} is already marked pinned for {other}; \
+                             only one colour can be pinned on a point"
+                        ));
+                    }
                     pt.pinned = Some(side);
                 }
                 printed as usize
@@ -177,6 +236,12 @@ pub(crate) fn parse_side(pos: &mut Position, side: Side, list: &str) -> Result<(
             ));
         }
         if std::mem::replace(&mut seen[slot], true) {
+            // The place as parsed, not as written: "000…013" is point 13.
+            let place = match slot {
+                BAR => "bar".to_string(),
+                OFF => "off".to_string(),
+                p => format!("point {p}"),
+            };
             return Err(format!("{shown:?}: {place} listed twice"));
         }
     }

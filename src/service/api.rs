@@ -6,11 +6,13 @@
 
 use super::convert::{self, PositionInput};
 use super::error::{AtField, ServiceError};
-use super::limits::Deadline;
+use super::limits::{CancelOnDrop, ConnSlot, Deadline, DeepPermit, DeepSearchLimit, WorkPermit};
 use super::pb;
 use super::wire;
-use crate::eval::{EvalOptions, PositionEvaluator, MAX_PLIES};
-use crate::rules::{self, Dice, Play, PlayInput, Position, Side, Variant};
+use crate::eval::{CancelToken, EvalOptions, PositionEvaluator, MAX_PLIES};
+use crate::rules::movegen::RawPlay;
+use crate::rules::play::to_play;
+use crate::rules::{self, Dice, PlayInput, Position, Side, Variant};
 use crate::telemetry::Metrics;
 use std::sync::Arc;
 use std::time::Instant;
@@ -22,9 +24,15 @@ use tonic::{Request, Response, Status};
 /// `UNIMPLEMENTED`.
 #[derive(Clone)]
 pub struct TavliEngineService {
-    evaluator: Option<Arc<dyn PositionEvaluator>>,
-    max_plies: u8,
+    pub(super) evaluator: Option<Arc<dyn PositionEvaluator>>,
+    pub(super) max_plies: u8,
     metrics: Option<Arc<Metrics>>,
+    /// Most trials of one `Rollout` ([`super::rollout`]).
+    pub(super) max_rollout_trials: u32,
+    /// Admission of deep searches (none: every search runs at once).
+    deep: Option<Arc<DeepSearchLimit>>,
+    /// The server's token: cancelled when the drain time is over.
+    cancel: CancelToken,
 }
 
 impl std::fmt::Debug for TavliEngineService {
@@ -53,7 +61,54 @@ impl TavliEngineService {
             evaluator,
             max_plies: max_plies.min(MAX_PLIES),
             metrics,
+            max_rollout_trials: super::rollout::DEFAULT_MAX_ROLLOUT_TRIALS,
+            deep: None,
+            cancel: CancelToken::new(),
         }
+    }
+
+    /// The evaluator behind `Evaluate` and `AnalyzeGame`, if any.
+    pub(crate) fn evaluator(&self) -> Option<&Arc<dyn PositionEvaluator>> {
+        self.evaluator.as_ref()
+    }
+
+    /// The deepest search this service accepts.
+    pub(crate) fn max_plies(&self) -> u8 {
+        self.max_plies
+    }
+
+    /// The same service with another cap on `Rollout` trials (at least 1).
+    pub fn with_max_rollout_trials(mut self, max: u32) -> TavliEngineService {
+        self.max_rollout_trials = max.max(1);
+        self
+    }
+
+    /// A deep-search slot for a streaming RPC (`Rollout`, `AnalyzeGame`), held by its
+    /// work until it stops; none without a deep-search limit.
+    async fn admit_stream(
+        &self,
+        deadline: Option<Instant>,
+    ) -> Result<Option<DeepPermit>, ServiceError> {
+        let Some(deep) = &self.deep else {
+            return Ok(None);
+        };
+        match deep.admit_stream(deadline).await {
+            Ok(slot) => Ok(Some(slot)),
+            Err(e) => {
+                if let Some(m) = &self.metrics {
+                    m.refused.with_label_values(&["deep_search"]).inc();
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// The same service with deep searches admitted by `deep` and every search
+    /// cancelled when `cancel` is (the server's shutdown token).
+    pub fn with_limits(mut self, deep: Arc<DeepSearchLimit>, cancel: CancelToken) -> Self {
+        self.deep = Some(deep);
+        self.cancel = cancel;
+        self
     }
 
     /// `ListLegalPlays`: every legal play (R3–R8), each with its whole resulting
@@ -68,8 +123,8 @@ impl TavliEngineService {
             position: Some(convert::position_to_pb(&pos)),
             dice: Some(convert::dice_to_pb(dice)),
             plays: plays
-                .into_iter()
-                .map(|p| convert::play_to_pb(p, compact))
+                .iter()
+                .map(|p| convert::play_to_pb(to_play(pos.variant, pos.turn, p), compact))
                 .collect(),
         })
     }
@@ -85,16 +140,17 @@ impl TavliEngineService {
         Ok(wire::encode_list_legal_plays(&pos, dice, &plays, compact))
     }
 
-    /// The checked request of `ListLegalPlays` (position, dice, compact) and its plays.
+    /// The checked request of `ListLegalPlays` (position, dice, compact) and its plays
+    /// as the generator gives them (converted by `list_legal_plays`, written by `wire`).
     fn legal_plays_of(
         &self,
         req: &pb::ListLegalPlaysRequest,
-    ) -> Result<(Position, Dice, bool, Vec<Play>), ServiceError> {
+    ) -> Result<(Position, Dice, bool, Vec<RawPlay>), ServiceError> {
         let pos = convert::position_input(req.position.as_ref().map(PositionInput::from))?;
         record_variant(pos.variant);
         let dice = convert::dice_from_pb(req.dice.as_ref(), "dice")?;
         let compact = convert::compact_from_pb(req.detail, "detail")?;
-        let plays = rules::legal_plays(&pos, dice).at("position")?;
+        let plays = rules::play::legal_raw_plays(&pos, dice).at("position")?;
         if let Some(m) = &self.metrics {
             m.plays_per_request
                 .with_label_values(&[pos.variant.name()])
@@ -178,8 +234,22 @@ impl TavliEngineService {
         req: &pb::EvaluateRequest,
         deadline: Option<Instant>,
     ) -> Result<pb::EvaluateResponse, ServiceError> {
+        self.evaluate_with(req, deadline, None)
+    }
+
+    /// The checked request of `Evaluate`: position, dice, and the evaluator (the
+    /// variant recorded on the RPC span if `record`). Errors: as
+    /// [`evaluate`](Self::evaluate), before any search.
+    #[allow(clippy::type_complexity)]
+    fn evaluate_checked(
+        &self,
+        req: &pb::EvaluateRequest,
+        record: bool,
+    ) -> Result<(Position, Option<Dice>, &Arc<dyn PositionEvaluator>), ServiceError> {
         let pos = convert::position_input(req.position.as_ref().map(PositionInput::from))?;
-        record_variant(pos.variant);
+        if record {
+            record_variant(pos.variant);
+        }
         let dice = req
             .dice
             .as_ref()
@@ -201,6 +271,18 @@ impl TavliEngineService {
                     .to_string(),
             ));
         };
+        Ok((pos, dice, evaluator))
+    }
+
+    /// [`evaluate`](Self::evaluate) that also stops with `CANCELLED` once `cancel` is
+    /// cancelled.
+    pub fn evaluate_with(
+        &self,
+        req: &pb::EvaluateRequest,
+        deadline: Option<Instant>,
+        cancel: Option<CancelToken>,
+    ) -> Result<pb::EvaluateResponse, ServiceError> {
+        let (pos, dice, evaluator) = self.evaluate_checked(req, true)?;
         if let Some(m) = &self.metrics {
             m.evaluation_plies
                 .with_label_values(&[pos.variant.name()])
@@ -209,7 +291,7 @@ impl TavliEngineService {
         let opts = EvalOptions {
             plies: req.plies as u8,
             deadline,
-            cancel: None,
+            cancel,
         };
         let eval = evaluator.evaluate(&pos, opts.clone()).at("position")?;
         if let Some(m) = &self.metrics {
@@ -349,6 +431,10 @@ impl pb::tavli_engine_server::TavliEngine for TavliEngineService {
         request: Request<pb::EvaluateRequest>,
     ) -> Result<Response<pb::EvaluateResponse>, Status> {
         let deadline = request.extensions().get::<Deadline>().map(|d| d.0);
+        // The engine permit of this request: the search keeps a clone until it
+        // returns, even when this future is dropped first.
+        let work = request.extensions().get::<WorkPermit>().cloned();
+        let conn_slot = request.extensions().get::<ConnSlot>().cloned();
         let req = request.into_inner();
         // A 0-ply evaluation is one net evaluation per play (tens of microseconds, like
         // ListLegalPlays): answered on the async worker, where a hand-off to the
@@ -358,14 +444,51 @@ impl pb::tavli_engine_server::TavliEngine for TavliEngineService {
         if req.plies == 0 {
             return respond(TavliEngineService::evaluate(self, &req, deadline));
         }
+        // Bad input is INVALID_ARGUMENT however busy the server is.
+        if let Err(e) = self.evaluate_checked(&req, false) {
+            return respond::<pb::EvaluateResponse>(Err(e));
+        }
+        // The deep-search limit bounds this one from here: the connection's slot can
+        // serve the client's other calls.
+        if let Some(slot) = &conn_slot {
+            slot.release();
+        }
+        let slot = match &self.deep {
+            Some(deep) => match deep.admit(req.plies as u8, deadline).await {
+                Ok(slot) => Some(slot),
+                Err(e) => {
+                    if let Some(m) = &self.metrics {
+                        m.refused.with_label_values(&["deep_search"]).inc();
+                    }
+                    return respond(Err(e));
+                }
+            },
+            None => None,
+        };
+        // Dropping this future (client cancel, connection closed, deadline, drain)
+        // cancels the search; so does the server's token at the end of the drain.
+        let token = self.cancel.child();
+        let guard = CancelOnDrop::new(token.clone());
         let svc = self.clone();
         let span = tracing::Span::current();
         let r = tokio::task::spawn_blocking(move || {
-            span.in_scope(|| TavliEngineService::evaluate(&svc, &req, deadline))
+            let r = span.in_scope(|| svc.evaluate_with(&req, deadline, Some(token)));
+            if let Some(slot) = slot {
+                slot.finish(!matches!(r, Err(ServiceError::Cancelled)));
+            }
+            drop(work);
+            r
         })
         .await
         .map_err(|e| ServiceError::Internal(format!("evaluation task failed: {e}")))
-        .and_then(|r| r);
+        .and_then(|r| r)
+        .map_err(|e| match e {
+            ServiceError::Cancelled if self.cancel.is_cancelled() => ServiceError::Unavailable(
+                "the server is shutting down: evaluation stopped; retry".to_string(),
+            ),
+            e => e,
+        });
+        guard.disarm();
         respond(r)
     }
 
@@ -394,5 +517,36 @@ impl pb::tavli_engine_server::TavliEngine for TavliEngineService {
         request: Request<pb::AdvanceMatchRequest>,
     ) -> Result<Response<pb::AdvanceMatchResponse>, Status> {
         respond(TavliEngineService::advance_match(self, request.get_ref()))
+    }
+
+    type AnalyzeGameStream = super::analyze::CancelOnDrop;
+
+    async fn analyze_game(
+        &self,
+        request: Request<pb::AnalyzeGameRequest>,
+    ) -> Result<Response<Self::AnalyzeGameStream>, Status> {
+        let deadline = request.extensions().get::<Deadline>().map(|d| d.0);
+        // Reading and replaying the record is quick; an error is the RPC's status.
+        let prepared = self.prepare_analysis(request.get_ref())?;
+        let slot = self.admit_stream(deadline).await?;
+        Ok(Response::new(super::analyze::spawn_analysis(
+            prepared,
+            deadline,
+            self.cancel.child(),
+            slot,
+        )))
+    }
+
+    type RolloutStream = super::rollout::RolloutStream;
+
+    async fn rollout(
+        &self,
+        request: Request<pb::RolloutRequest>,
+    ) -> Result<Response<Self::RolloutStream>, Status> {
+        let deadline = request.extensions().get::<Deadline>().map(|d| d.0);
+        // Bad input is INVALID_ARGUMENT however busy the server is.
+        let job = self.rollout_job(request.get_ref())?;
+        let slot = self.admit_stream(deadline).await?;
+        Ok(self.spawn_rollout(job, deadline, self.cancel.child(), slot))
     }
 }

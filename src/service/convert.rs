@@ -222,7 +222,8 @@ macro_rules! position_oneof {
 position_oneof!(
     list_legal_plays_request,
     apply_play_request,
-    evaluate_request
+    evaluate_request,
+    rollout_request
 );
 
 // ------------------------------------------------------------------ dice, moves

@@ -7,6 +7,8 @@
 //! | [`ServiceError::Unimplemented`] (no evaluator) | `UNIMPLEMENTED` | |
 //! | [`ServiceError::DeadlineExceeded`] | `DEADLINE_EXCEEDED` | |
 //! | [`ServiceError::Cancelled`] | `CANCELLED` | |
+//! | [`ServiceError::ResourceExhausted`] (a limit of the server) | `RESOURCE_EXHAUSTED` | |
+//! | [`ServiceError::Unavailable`] (shutting down) | `UNAVAILABLE` | |
 //! | [`ServiceError::Internal`] | `INTERNAL` | |
 
 use crate::eval::EvalError;
@@ -33,6 +35,10 @@ pub enum ServiceError {
     DeadlineExceeded,
     /// The work was cancelled (the client went away or the server is shutting down).
     Cancelled,
+    /// A limit of the server refused the work (retry later); the message says which.
+    ResourceExhausted(String),
+    /// The server cannot do the work now (it is shutting down): retry elsewhere.
+    Unavailable(String),
     /// A bug or an unexpected failure.
     Internal(String),
 }
@@ -67,6 +73,8 @@ impl ServiceError {
             ServiceError::Unimplemented(_) => Code::Unimplemented,
             ServiceError::DeadlineExceeded => Code::DeadlineExceeded,
             ServiceError::Cancelled => Code::Cancelled,
+            ServiceError::ResourceExhausted(_) => Code::ResourceExhausted,
+            ServiceError::Unavailable(_) => Code::Unavailable,
             ServiceError::Internal(_) => Code::Internal,
         }
     }
@@ -90,6 +98,7 @@ impl fmt::Display for ServiceError {
             ServiceError::Unimplemented(s) => f.write_str(s),
             ServiceError::DeadlineExceeded => f.write_str("deadline exceeded"),
             ServiceError::Cancelled => f.write_str("cancelled"),
+            ServiceError::ResourceExhausted(s) | ServiceError::Unavailable(s) => f.write_str(s),
             ServiceError::Internal(s) => write!(f, "internal error: {s}"),
         }
     }

@@ -7,25 +7,39 @@
 //! - [`convert`]: proto ↔ rules conversions and input validation (RULES.md R9).
 //! - [`error`]: [`ServiceError`] and the one mapping of rules and evaluation errors to
 //!   `tonic::Status` (with `google.rpc.BadRequest` / `google.rpc.ErrorInfo` details).
-//! - [`api`]: [`TavliEngineService`], one method per RPC, also used by the CLI.
-//! - [`limits`]: the concurrency limit (`RESOURCE_EXHAUSTED`) and deadline layers.
+//! - [`api`]: [`TavliEngineService`], one method per RPC, also used by the CLI;
+//!   [`rollout`]: the streaming `Rollout` RPC.
+//! - [`analyze`]: `AnalyzeGame`, the server-streaming analysis of a game record.
+//! - [`limits`]: admission (request body, permits: `RESOURCE_EXHAUSTED`), the deadline
+//!   layer, deep-search admission, cancellation of abandoned work.
+//! - [`conn`]: the accept loop and the limits of a connection; [`buffers`]: the
+//!   bounded request and response bytes; [`inflate`]: compressed requests inflated
+//!   within those bounds; [`readiness`]: the engine's health status.
 //! - [`wire`]: the ListLegalPlays response written as protobuf bytes straight from the
 //!   rules core, and [`route`]: the engine service with that method answered from them.
 //! - [`server`]: [`serve`]: gRPC + health + reflection + `/metrics`, graceful shutdown.
+//! - [`tls`]: TLS and mutual TLS on the gRPC port (flags, PEM files).
 //! - [`json`]: proto3 JSON output (the shape grpcurl prints), for the CLI.
 
+pub mod analyze;
 pub mod api;
+pub mod buffers;
+pub mod conn;
 pub mod convert;
 pub mod error;
+pub mod inflate;
 pub mod json;
 pub mod limits;
+pub mod readiness;
+pub mod rollout;
 pub mod route;
 pub mod server;
+pub mod tls;
 pub mod wire;
 
 pub use api::TavliEngineService;
 pub use error::ServiceError;
-pub use server::{serve, ServerConfig};
+pub use server::{serve, serve_with_web, ServerConfig};
 
 /// The generated protobuf messages, the tonic server and client of `tavli.v1`, and the
 /// encoded file descriptor set served by reflection.

@@ -3,7 +3,12 @@
 //! `ListLegalPlays` is answered with the bytes of [`super::wire`] (same response,
 //! written without building the message); every other method goes to the generated
 //! [`TavliEngineServer`]. Both use tonic's unary handling, so framing, status codes,
-//! message-size limits and the tower layers around the service are the same.
+//! message-size limits, compression and the tower layers around the service are the
+//! same. Compression: requests compressed with gzip or zstd are accepted on every
+//! method (`grpc-encoding`); with [`EngineRoutes::send_compressed`] responses are
+//! compressed too for clients that accept it (`grpc-accept-encoding`), the
+//! pre-encoded `ListLegalPlays` bytes included (tonic compresses what the encoder
+//! wrote).
 
 use super::api::TavliEngineService;
 use super::pb;
@@ -15,7 +20,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use tonic::body::Body;
-use tonic::codec::{Codec, EncodeBuf, Encoder};
+use tonic::codec::{Codec, CompressionEncoding, EncodeBuf, Encoder};
 use tonic::server::{Grpc, NamedService, UnaryService};
 use tonic::{Request, Response, Status};
 use tonic_prost::ProstDecoder;
@@ -29,21 +34,55 @@ pub struct EngineRoutes {
     service: Arc<TavliEngineService>,
     generated: TavliEngineServer<TavliEngineService>,
     max_message_bytes: usize,
+    /// Responses compressed for clients that accept it ([`EngineRoutes::send_compressed`]).
+    send_compressed: bool,
 }
+
+/// The compressions accepted on requests and, when turned on, used for responses.
+const ENCODINGS: [CompressionEncoding; 2] = [CompressionEncoding::Gzip, CompressionEncoding::Zstd];
 
 impl EngineRoutes {
     /// The service with the largest request and response message in bytes (larger
     /// requests are answered `OUT_OF_RANGE`, larger responses `OUT_OF_RANGE` too).
+    /// Requests compressed with gzip or zstd are accepted; responses are sent
+    /// uncompressed.
     pub fn new(service: TavliEngineService, max_message_bytes: usize) -> EngineRoutes {
         let service = Arc::new(service);
         EngineRoutes {
-            generated: TavliEngineServer::from_arc(service.clone())
-                .max_decoding_message_size(max_message_bytes)
-                .max_encoding_message_size(max_message_bytes),
+            generated: generated(&service, max_message_bytes, false),
             service,
             max_message_bytes,
+            send_compressed: false,
         }
     }
+
+    /// With `on`, a response is compressed with the first of gzip and zstd that the
+    /// client's `grpc-accept-encoding` lists (none: uncompressed); `false` leaves
+    /// every response uncompressed.
+    pub fn send_compressed(mut self, on: bool) -> EngineRoutes {
+        self.generated = generated(&self.service, self.max_message_bytes, on);
+        self.send_compressed = on;
+        self
+    }
+}
+
+/// The generated server for the other methods: the message-size limit, gzip and
+/// zstd requests accepted, and responses compressed when `send_compressed`.
+fn generated(
+    service: &Arc<TavliEngineService>,
+    max_message_bytes: usize,
+    send_compressed: bool,
+) -> TavliEngineServer<TavliEngineService> {
+    let mut server = TavliEngineServer::from_arc(service.clone())
+        .max_decoding_message_size(max_message_bytes)
+        .max_encoding_message_size(max_message_bytes);
+    for e in ENCODINGS {
+        server = server.accept_compressed(e);
+        if send_compressed {
+            server = server.send_compressed(e);
+        }
+    }
+    server
 }
 
 impl NamedService for EngineRoutes {
@@ -74,6 +113,12 @@ where
             Some(self.max_message_bytes),
             Some(self.max_message_bytes),
         );
+        for e in ENCODINGS {
+            grpc = grpc.accept_compressed(e);
+            if self.send_compressed {
+                grpc = grpc.send_compressed(e);
+            }
+        }
         Box::pin(async move { Ok(grpc.unary(method, req).await) })
     }
 }

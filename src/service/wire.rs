@@ -18,8 +18,11 @@
 
 use super::convert::{reason_to_pb, side_to_pb, variant_to_pb};
 use crate::rules::board::Board;
+use crate::rules::movegen::{RawMove, RawPlay};
+use crate::rules::notation;
+use crate::rules::play::to_location;
 use crate::rules::position_id::{push_gnubg_id, push_id};
-use crate::rules::{Dice, Location, Move, Outcome, Play, Position, Variant};
+use crate::rules::{Dice, Location, Outcome, Position, Side, Variant};
 
 /// Wire type of varint fields.
 const VARINT: u8 = 0;
@@ -64,36 +67,40 @@ fn put_text(out: &mut Vec<u8>, field: u8, scratch: &mut Vec<u8>, write: impl FnO
     }
 }
 
-/// `Position`: every field, as [`super::convert::position_to_pb`] fills it.
-fn put_position(out: &mut Vec<u8>, p: &Position, text: &mut Vec<u8>) {
+/// `Position`: every field, as [`super::convert::position_to_pb`] fills it; `board`
+/// is `p` seen by its side to move (for the GNU Backgammon ID of a Portes position).
+fn put_position(out: &mut Vec<u8>, p: &Position, board: &Board, text: &mut Vec<u8>) {
     put_uint(out, 1, variant_to_pb(p.variant) as u32);
     put_uint(out, 2, side_to_pb(Some(p.turn)) as u32);
+    // The 24 PointState fields, each at most three one-byte fields (so its length is
+    // one byte), written into one buffer and copied once.
+    let mut points = [0u8; 24 * 8];
+    let mut k = 0;
     for pt in &p.points {
-        // PointState: at most three one-byte fields, so its length is one byte.
-        let mut m = [0u8; 6];
-        let mut n = 0;
+        points[k] = 3 << 3 | LEN;
+        let len_at = k + 1;
+        k += 2;
         for (field, v) in [
             (1u8, pt.white),
             (2, pt.black),
             (3, side_to_pb(pt.pinned) as u8),
         ] {
             if v != 0 {
-                m[n] = field << 3 | VARINT;
-                m[n + 1] = v; // counts are 0..=15 and enum values 0..=2: one-byte varints
-                n += 2;
+                points[k] = field << 3 | VARINT;
+                points[k + 1] = v; // counts are 0..=15 and enum values 0..=2: one byte
+                k += 2;
             }
         }
-        put_bytes(out, 3, &m[..n]);
+        points[len_at] = (k - len_at - 1) as u8;
     }
+    out.extend_from_slice(&points[..k]);
     put_uint(out, 4, p.bar[0] as u32);
     put_uint(out, 5, p.bar[1] as u32);
     put_uint(out, 6, p.off[0] as u32);
     put_uint(out, 7, p.off[1] as u32);
     put_text(out, 8, text, |t| push_id(p, t));
     if p.variant == Variant::Portes {
-        put_text(out, 9, text, |t| {
-            push_gnubg_id(&Board::from_position(p, p.turn), t)
-        });
+        put_text(out, 9, text, |t| push_gnubg_id(board, t));
     }
 }
 
@@ -106,11 +113,14 @@ fn location(l: Location) -> ([u8; 2], usize) {
     }
 }
 
-/// `Move` (every part of it is a few bytes, so its length is one byte).
-fn put_move(out: &mut Vec<u8>, m: &Move) {
+/// `Move` (every part of it is a few bytes, so its length is one byte), from the
+/// generator's move of `mover` as [`crate::rules::legal_plays`] converts it.
+fn put_move(out: &mut Vec<u8>, variant: Variant, mover: Side, m: &RawMove) {
+    let from = to_location(variant, mover, m.from, true);
+    let to = to_location(variant, mover, m.to, false);
     let mut b = [0u8; 12];
     let mut n = 0;
-    for (field, l) in [(1u8, m.from), (2, m.to)] {
+    for (field, l) in [(1u8, from), (2, to)] {
         let (loc, len) = location(l);
         b[n] = field << 3 | LEN;
         b[n + 1] = len as u8;
@@ -154,34 +164,44 @@ struct Scratch {
     text: Vec<u8>,
 }
 
-/// `Play`, with the whole resulting position, or its Position ID only when `compact`.
-fn put_play(out: &mut Vec<u8>, p: &Play, compact: bool, s: &mut Scratch) {
-    for m in &p.moves {
-        put_move(out, m);
+/// `Play` of `mover` (as [`crate::rules::legal_plays`] converts the generator's play),
+/// with the whole resulting position, or its Position ID only when `compact`.
+fn put_play(
+    out: &mut Vec<u8>,
+    variant: Variant,
+    mover: Side,
+    p: &RawPlay,
+    compact: bool,
+    s: &mut Scratch,
+) {
+    for m in p.moves() {
+        put_move(out, variant, mover, m);
     }
-    if !p.notation.is_empty() {
-        put_bytes(out, 2, p.notation.as_bytes());
-    }
+    // Notation is never empty (`pass` for no move).
+    put_text(out, 2, &mut s.text, |t| notation::push(p.moves(), t));
+    let position = p.board.to_position(variant, mover, mover.opponent());
     if !compact {
         s.position.clear();
-        put_position(&mut s.position, &p.position, &mut s.text);
+        let next = p.board.mirror(variant); // the position seen by its side to move
+        put_position(&mut s.position, &position, &next, &mut s.text);
         put_bytes(out, 3, &s.position);
     }
-    if let Some(o) = &p.outcome {
-        put_outcome(out, 4, o);
+    if let Some(o) = p.outcome {
+        put_outcome(out, 4, &o.to_outcome(mover));
     }
     if compact {
-        put_text(out, 5, &mut s.text, |t| push_id(&p.position, t));
+        put_text(out, 5, &mut s.text, |t| push_id(&position, t));
     }
 }
 
 /// The encoded `ListLegalPlaysResponse` for `position`, `dice` and its legal `plays`
-/// (the message itself, without gRPC's 5-byte frame header): identical to the prost
-/// encoding of what [`super::TavliEngineService::list_legal_plays`] returns.
+/// as the generator gives them ([`crate::rules::play::legal_raw_plays`]; the message
+/// itself, without gRPC's 5-byte frame header): identical to the prost encoding of
+/// what [`super::TavliEngineService::list_legal_plays`] returns.
 pub fn encode_list_legal_plays(
     position: &Position,
     dice: Dice,
-    plays: &[Play],
+    plays: &[RawPlay],
     compact: bool,
 ) -> Vec<u8> {
     let per_play = if compact { 128 } else { 320 };
@@ -190,7 +210,8 @@ pub fn encode_list_legal_plays(
         position: Vec::with_capacity(384),
         text: Vec::with_capacity(96),
     };
-    put_position(&mut s.position, position, &mut s.text);
+    let board = Board::from_position(position, position.turn);
+    put_position(&mut s.position, position, &board, &mut s.text);
     put_bytes(&mut out, 1, &s.position);
     put_bytes(
         &mut out,
@@ -198,9 +219,10 @@ pub fn encode_list_legal_plays(
         &[1 << 3 | VARINT, dice.die1(), 2 << 3 | VARINT, dice.die2()],
     );
     let mut play = Vec::with_capacity(per_play);
+    let (variant, mover) = (position.variant, position.turn);
     for p in plays {
         play.clear();
-        put_play(&mut play, p, compact, &mut s);
+        put_play(&mut play, variant, mover, p, compact, &mut s);
         put_bytes(&mut out, 3, &play);
     }
     out
@@ -210,7 +232,7 @@ pub fn encode_list_legal_plays(
 mod tests {
     use super::*;
     use crate::corpus::random_positions;
-    use crate::rules::legal_plays;
+    use crate::rules::play::legal_raw_plays;
     use crate::service::{pb, TavliEngineService};
     use prost::Message;
 
@@ -222,7 +244,7 @@ mod tests {
             for d1 in 1..=6 {
                 for d2 in d1..=6 {
                     let dice = Dice::new(d1, d2).unwrap();
-                    let plays = legal_plays(pos, dice).unwrap();
+                    let plays = legal_raw_plays(pos, dice).unwrap();
                     for detail in [pb::PlayDetail::Full, pb::PlayDetail::Compact] {
                         let req = pb::ListLegalPlaysRequest {
                             position: Some(pb::list_legal_plays_request::Position::PositionId(

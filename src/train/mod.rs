@@ -12,12 +12,12 @@
 //! - [`supervised`]: positions from self-play, labels by the engine's own search, fits.
 //! - [`data`]: the positions files of the supervised steps.
 //! - [`strength`]: matches between evaluators on game pairs with the same dice.
-//! - [`pubeval`], [`heuristic`]: fixed baselines (Tesauro's pubeval for Portes, a
-//!   hand-written heuristic for Plakoto and Fevga, a random evaluator).
+//! - [`heuristic`]: fixed baselines (a hand-written heuristic for Plakoto and Fevga, a
+//!   random evaluator). Tesauro's pubeval, the Portes baseline, is
+//!   [`crate::eval::pubeval`]: the server's rollouts use it to prefilter plays.
 
 pub mod data;
 pub mod heuristic;
-pub mod pubeval;
 pub mod sgd;
 pub mod strength;
 pub mod supervised;

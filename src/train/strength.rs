@@ -23,12 +23,12 @@
 //! to make a new evaluator available to the tool.
 
 use super::heuristic::{Heuristic, RandomEvaluator};
-use super::pubeval::PubEval;
 use crate::eval::bearoff::BearoffDb;
+use crate::eval::pubeval::PubEval;
 use crate::eval::search::{outcome_probabilities, roll_weight, with_scratch, MoveFilter, Search};
 use crate::eval::{Evaluator, StopWhen, MAX_PLIES};
 use crate::rules::board::{Board, RelOutcome};
-use crate::rules::movegen::{generate, RawPlay};
+use crate::rules::movegen::{generate_positions, play_outcome};
 use crate::rules::{Dice, Position, Side, Variant};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -39,7 +39,7 @@ use std::sync::Arc;
 pub enum Strategy {
     /// A uniformly random legal play (its own random stream).
     Random,
-    /// Tesauro's pubeval move choice ([`crate::train::pubeval::best_play`]: weights by
+    /// Tesauro's pubeval move choice ([`crate::eval::pubeval::best_play`]: weights by
     /// the position before the move, no bear-off database), the `pubeval` player at 0
     /// plies; `eval` is [`PubEval`] (for the luck reference).
     PubEval {
@@ -296,12 +296,12 @@ fn search_of(variant: Variant, eval: &dyn Evaluator) -> Search<'_> {
 
 /// The luck of every roll from `board` (mover to roll) by the reference: returns the
 /// reference's 21 best-play equities, indexed as [`Dice::all_rolls`], and their mean.
-fn roll_values(reference: &Search, board: &Board, plays: &mut Vec<RawPlay>) -> ([f32; 21], f32) {
+fn roll_values(reference: &Search, board: &Board, plays: &mut Vec<Board>) -> ([f32; 21], f32) {
     let mut v = [0f32; 21];
     let mut mean = 0f32;
     for (k, roll) in Dice::all_rolls().into_iter().enumerate() {
         plays.clear();
-        generate(reference.variant, board, roll, plays);
+        generate_positions(reference.variant, board, roll, plays);
         let (_, p) = with_scratch(|sc| reference.best_play(sc, plays, 0))
             .expect("the reference evaluates every board");
         v[k] = p.equity();
@@ -346,11 +346,11 @@ fn play_game(
         let (values, mean) = roll_values(reference, &board, &mut ref_plays);
         luck[mover.index()] += (values[roll_index(dice)] - mean) as f64;
         plays.clear();
-        generate(variant, &board, dice, &mut plays);
+        generate_positions(variant, &board, dice, &mut plays);
         let player = players[mover.index()];
         let chosen = match &player.strategy {
             Strategy::Random => choice_rng.random_range(0..plays.len()),
-            Strategy::PubEval { .. } => crate::train::pubeval::best_play(&board, &plays),
+            Strategy::PubEval { .. } => crate::eval::pubeval::best_play(&board, &plays),
             Strategy::Search { eval, plies } => {
                 let s = search_of(variant, &**eval);
                 with_scratch(|sc| s.best_play(sc, &plays, *plies))
@@ -359,7 +359,7 @@ fn play_game(
             }
         };
         let play = plays[chosen];
-        if let Some(o) = play.outcome {
+        if let Some(o) = play_outcome(variant, &play) {
             let p = outcome_probabilities(o);
             let sign = if mover == Side::White { 1.0 } else { -1.0 };
             let pts = sign * p.equity();
@@ -368,7 +368,7 @@ fn play_game(
             result.adjusted = pts as f64 - luck[0] + luck[1];
             return result;
         }
-        board = play.board.mirror(variant);
+        board = play.mirror(variant);
         mover = mover.opponent();
         if let Some((won, o)) = board.game_over_for_mover(variant) {
             let p = crate::eval::search::game_over_probabilities(won, o);

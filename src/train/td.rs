@@ -3,8 +3,8 @@
 //! and quick matches between policies to measure progress.
 //!
 //! One game: from the variant's start position (R1; the opening roll's dice are not
-//! played, R2, so the first mover simply rolls), the side to move rolls, [`generate`]
-//! gives every legal play, and the net picks the play whose resulting board is best
+//! played, R2, so the first mover simply rolls), the side to move rolls,
+//! [`generate_positions`] gives the board after every legal play, and the net picks the play whose resulting board is best
 //! for it at 0 ply: the board after the play is mirrored (the opponent to move), the
 //! net evaluates it, the result is flipped back, and plays are ranked by **Tavli
 //! equity** ([`Probabilities::equity`]: a mars or a mother win counts 2). A play that
@@ -21,7 +21,7 @@ use crate::eval::inputs::SparseInputs;
 use crate::eval::net::{to_probabilities, Net, OUTPUTS};
 use crate::eval::{Evaluator, Probabilities};
 use crate::rules::board::{Board, RelOutcome};
-use crate::rules::movegen::{generate, RawPlay};
+use crate::rules::movegen::{generate_positions, play_outcome, PlayResult};
 use crate::rules::{Dice, Position, Side, Variant};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -65,12 +65,13 @@ pub fn flip_vector(y: [f32; OUTPUTS]) -> [f32; OUTPUTS] {
 
 /// Chooses one of the legal plays of a board.
 pub trait Policy {
-    /// Index into `plays` (never empty: a pass is one play without moves).
+    /// Index into `plays`, the resulting boards of the legal plays of `board` from
+    /// [`generate_positions`] (never empty: a pass is the board itself).
     fn choose(
         &self,
         variant: Variant,
         board: &Board,
-        plays: &[RawPlay],
+        plays: &[Board],
         rng: &mut ChaCha8Rng,
     ) -> usize;
     /// A name for reports.
@@ -81,7 +82,7 @@ pub trait Policy {
 pub struct RandomPolicy;
 
 impl Policy for RandomPolicy {
-    fn choose(&self, _: Variant, _: &Board, plays: &[RawPlay], rng: &mut ChaCha8Rng) -> usize {
+    fn choose(&self, _: Variant, _: &Board, plays: &[Board], rng: &mut ChaCha8Rng) -> usize {
         rng.random_range(0..plays.len())
     }
     fn label(&self, _: Variant) -> String {
@@ -93,19 +94,19 @@ impl Policy for RandomPolicy {
 /// ties).
 pub struct GreedyPolicy(pub Arc<dyn Evaluator>);
 
-/// Mover's equity after `play` under `eval`.
-pub fn equity_after(eval: &dyn Evaluator, variant: Variant, play: &RawPlay) -> f32 {
-    match play.outcome {
+/// Mover's equity after `play` (from either generation path) under `eval`.
+pub fn equity_after<P: PlayResult>(eval: &dyn Evaluator, variant: Variant, play: &P) -> f32 {
+    match play.outcome(variant) {
         Some(o) => outcome_points(o) as f32,
         None => eval
-            .eval_board(variant, &play.board.mirror(variant))
+            .eval_board(variant, &play.board().mirror(variant))
             .flip()
             .equity(),
     }
 }
 
 impl Policy for GreedyPolicy {
-    fn choose(&self, variant: Variant, _: &Board, plays: &[RawPlay], _: &mut ChaCha8Rng) -> usize {
+    fn choose(&self, variant: Variant, _: &Board, plays: &[Board], _: &mut ChaCha8Rng) -> usize {
         let mut best = (f32::NEG_INFINITY, 0);
         for (i, p) in plays.iter().enumerate() {
             let e = equity_after(self.0.as_ref(), variant, p);
@@ -120,12 +121,12 @@ impl Policy for GreedyPolicy {
     }
 }
 
-/// Tesauro's pubeval move choice ([`super::pubeval::best_play`], Portes).
+/// Tesauro's pubeval move choice ([`crate::eval::pubeval::best_play`], Portes).
 pub struct PubEvalPolicy;
 
 impl Policy for PubEvalPolicy {
-    fn choose(&self, _: Variant, board: &Board, plays: &[RawPlay], _: &mut ChaCha8Rng) -> usize {
-        super::pubeval::best_play(board, plays)
+    fn choose(&self, _: Variant, board: &Board, plays: &[Board], _: &mut ChaCha8Rng) -> usize {
+        crate::eval::pubeval::best_play(board, plays)
     }
     fn label(&self, _: Variant) -> String {
         "pubeval".into()
@@ -168,20 +169,20 @@ pub fn play_game(
     second: &dyn Policy,
     dice_rng: &mut ChaCha8Rng,
     policy_rng: &mut ChaCha8Rng,
-    plays: &mut Vec<RawPlay>,
+    plays: &mut Vec<Board>,
 ) -> i32 {
     let mut board = start_board(variant);
     for ply in 0..MAX_PLIES {
         let dice = roll(dice_rng);
         plays.clear();
-        generate(variant, &board, dice, plays);
+        generate_positions(variant, &board, dice, plays);
         let mover = if ply % 2 == 0 { first } else { second };
         let chosen = plays[mover.choose(variant, &board, plays, policy_rng)];
-        if let Some(o) = chosen.outcome {
+        if let Some(o) = play_outcome(variant, &chosen) {
             let pts = outcome_points(o);
             return if ply % 2 == 0 { pts } else { -pts };
         }
-        board = chosen.board.mirror(variant);
+        board = chosen.mirror(variant);
     }
     0
 }
@@ -248,7 +249,7 @@ pub struct Trainer {
     /// Hyper-parameters (may be changed between games).
     pub cfg: TdConfig,
     rng: ChaCha8Rng,
-    plays: Vec<RawPlay>,
+    plays: Vec<Board>,
     states: Vec<SparseInputs>,
     values: Vec<[f32; OUTPUTS]>,
 }
@@ -271,11 +272,11 @@ impl Trainer {
     /// The mover's value vector after `play` (outcome, or the flipped net output of
     /// the mirrored board).
     #[inline]
-    fn value_after(&self, play: &RawPlay) -> [f32; OUTPUTS] {
+    fn value_after(&self, play: &Board) -> [f32; OUTPUTS] {
         let v = self.net.variant;
-        match play.outcome {
+        match play_outcome(v, play) {
             Some(o) => outcome_vector(o),
-            None => flip_vector(self.net.eval_raw(&play.board.mirror(v))),
+            None => flip_vector(self.net.eval_raw(&play.mirror(v))),
         }
     }
 
@@ -290,7 +291,7 @@ impl Trainer {
         for ply in 0..MAX_PLIES {
             let dice = roll(&mut self.rng);
             self.plays.clear();
-            generate(variant, &board, dice, &mut self.plays);
+            generate_positions(variant, &board, dice, &mut self.plays);
             let mut best = (f32::NEG_INFINITY, 0, [0.0; OUTPUTS]);
             for (i, p) in self.plays.iter().enumerate() {
                 let v = self.value_after(p);
@@ -309,13 +310,13 @@ impl Trainer {
             self.states.push(x);
             self.values.push(best.2);
             stats.plies = ply + 1;
-            if let Some(o) = chosen.outcome {
+            if let Some(o) = play_outcome(variant, &chosen) {
                 let pts = outcome_points(o);
                 stats.points_first = if ply % 2 == 0 { pts } else { -pts };
                 finished = true;
                 break;
             }
-            board = chosen.board.mirror(variant);
+            board = chosen.mirror(variant);
         }
         if finished {
             self.learn();

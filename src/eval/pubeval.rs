@@ -32,7 +32,7 @@
 
 use crate::eval::{Evaluator, Probabilities};
 use crate::rules::board::{Board, BAR, OFF};
-use crate::rules::movegen::RawPlay;
+use crate::rules::movegen::PlayResult;
 use crate::rules::Variant;
 
 /// Number of pubeval inputs.
@@ -137,13 +137,13 @@ pub fn score_with(b: &Board, race: bool) -> f32 {
 /// when `before` is a race and the contact weights otherwise; a play that ends the
 /// game is best (`pubeval.c` returns 99999999 for all checkers off). Ties keep the
 /// first play. `plays` must not be empty.
-pub fn best_play(before: &Board, plays: &[RawPlay]) -> usize {
+pub fn best_play<P: PlayResult>(before: &Board, plays: &[P]) -> usize {
     let race = !portes_contact(before);
     let mut best = (f32::NEG_INFINITY, 0);
     for (i, p) in plays.iter().enumerate() {
-        let s = match p.outcome {
+        let s = match p.outcome(Variant::Portes) {
             Some(_) => f32::INFINITY,
-            None => score_with(&p.board, race),
+            None => score_with(p.board(), race),
         };
         if s > best.0 {
             best = (s, i);

@@ -1,0 +1,7 @@
+"""Example client of the tavli.v1.TavliEngine gRPC service.
+
+The generated modules are `tavli.v1.engine_pb2` (messages) and
+`tavli.v1.engine_pb2_grpc` (`TavliEngineStub`); `tavli_client.example` lists the
+plays of a roll, applies one and evaluates (`tavli-example`, or
+`python -m tavli_client.example`).
+"""

@@ -1,0 +1,348 @@
+//! `AnalyzeGame` over the real server: the stream of a Tavli match and of a GNU
+//! Backgammon export, errors before the stream, the deadline and cancellation.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tavli_engine::eval::engine::Engine;
+use tavli_engine::eval::{EvalError, EvalOptions, Evaluation, PositionEvaluator, RankedPlay};
+use tavli_engine::record::MatchRecord;
+use tavli_engine::rules::{Dice, Position};
+use tavli_engine::service::pb::analyze_game_response::Item;
+use tavli_engine::service::pb::tavli_engine_client::TavliEngineClient;
+use tavli_engine::service::pb::{self, analyze_game_request::Record};
+use tavli_engine::service::{serve, ServerConfig};
+use tokio::net::TcpListener;
+use tonic::transport::Channel;
+use tonic::Code;
+use tonic_types::StatusExt;
+
+/// The committed evaluator, counting its calls.
+struct Counting {
+    inner: Engine,
+    calls: Arc<AtomicUsize>,
+}
+
+impl PositionEvaluator for Counting {
+    fn evaluate(&self, pos: &Position, opts: EvalOptions) -> Result<Evaluation, EvalError> {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        self.inner.evaluate(pos, opts)
+    }
+    fn rank_plays(
+        &self,
+        pos: &Position,
+        dice: Dice,
+        opts: EvalOptions,
+    ) -> Result<Vec<RankedPlay>, EvalError> {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        self.inner.rank_plays(pos, dice, opts)
+    }
+}
+
+struct Server {
+    grpc: SocketAddr,
+    calls: Arc<AtomicUsize>,
+    _stop: tokio::sync::oneshot::Sender<()>,
+}
+
+async fn start(concurrency_limit: usize) -> Server {
+    let grpc = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let metrics = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = grpc.local_addr().unwrap();
+    let calls = Arc::new(AtomicUsize::new(0));
+    let config = ServerConfig {
+        concurrency_limit,
+        evaluator: Some(Arc::new(Counting {
+            inner: Engine::load_default(),
+            calls: calls.clone(),
+        })),
+        ..ServerConfig::default()
+    };
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(serve(config, grpc, metrics, async {
+        let _ = rx.await;
+    }));
+    Server {
+        grpc: addr,
+        calls,
+        _stop: tx,
+    }
+}
+
+impl Server {
+    async fn client(&self) -> TavliEngineClient<Channel> {
+        let url = format!("http://{}", self.grpc);
+        for _ in 0..100 {
+            if let Ok(ch) = Channel::from_shared(url.clone()).unwrap().connect().await {
+                return TavliEngineClient::new(ch);
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        panic!("cannot connect to {url}");
+    }
+}
+
+fn file(path: &str) -> String {
+    std::fs::read_to_string(format!("{}/tests/data/{path}", env!("CARGO_MANIFEST_DIR"))).unwrap()
+}
+
+fn text_request(text: String, plies: u32) -> pb::AnalyzeGameRequest {
+    pb::AnalyzeGameRequest {
+        record: Some(Record::Text(text)),
+        plies,
+        luck_plies: 0,
+        thresholds: None,
+    }
+}
+
+async fn collect(
+    client: &mut TavliEngineClient<Channel>,
+    req: pb::AnalyzeGameRequest,
+) -> Vec<Item> {
+    let mut stream = client.analyze_game(req).await.unwrap().into_inner();
+    let mut out = Vec::new();
+    while let Some(m) = stream.message().await.unwrap() {
+        out.push(m.item.unwrap());
+    }
+    out
+}
+
+#[tokio::test]
+async fn tavli_match_streams_every_turn_then_the_summaries() {
+    let server = start(64).await;
+    let mut client = server.client().await;
+    let text = file("tavli/tavli-3p-match.mat");
+    let turns = MatchRecord::parse(&text).unwrap().turn_count();
+    let items = collect(&mut client, text_request(text.clone(), 0)).await;
+    let Item::Record(r) = &items[0] else {
+        panic!("{:?}", items[0])
+    };
+    assert_eq!((r.match_length, r.games, r.turns as usize), (3, 3, turns));
+    assert_eq!(r.text, text);
+    let turn_items: Vec<&pb::TurnAnalysis> = items
+        .iter()
+        .filter_map(|i| match i {
+            Item::Turn(t) => Some(t),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(turn_items.len(), turns);
+    let first = turn_items[0];
+    assert_eq!(
+        (
+            first.game,
+            first.turn,
+            first.player.as_str(),
+            first.play.as_str()
+        ),
+        (1, 1, "eleni", "13/8 24/22")
+    );
+    assert_eq!(
+        first.position.as_ref().unwrap().position_id,
+        "portes/w/24:2,13:5,8:3,6:5/1:2,12:5,17:3,19:5"
+    );
+    assert!(turn_items
+        .iter()
+        .all(|t| t.error >= 0.0 && t.evaluation == "0-ply"));
+    let games: Vec<&pb::GameSummary> = items
+        .iter()
+        .filter_map(|i| match i {
+            Item::Game(g) => Some(g),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        games
+            .iter()
+            .map(|g| (g.variant, g.result.as_str()))
+            .collect::<Vec<_>>(),
+        [
+            (pb::Variant::Portes as i32, "white wins 2 (mars)"),
+            (pb::Variant::Plakoto as i32, "black wins 2 (mother_pinned)"),
+            (pb::Variant::Fevga as i32, "black wins 2 (mars)"),
+        ]
+    );
+    let Some(Item::Summary(s)) = items.last() else {
+        panic!("no summary")
+    };
+    assert_eq!(s.games, 3);
+    assert_eq!((s.players[0].moves + s.players[1].moves) as usize, turns);
+    assert_eq!(s.players[0].player, "eleni");
+    let marked: u32 = s
+        .players
+        .iter()
+        .map(|p| p.doubtful + p.bad + p.very_bad)
+        .sum();
+    let flagged = turn_items.iter().filter(|t| t.mark != 0).count() as u32;
+    assert_eq!(marked, flagged);
+}
+
+#[tokio::test]
+async fn gnubg_export_is_analysed_with_its_cube_actions_noted() {
+    let server = start(64).await;
+    let mut client = server.client().await;
+    let items = collect(
+        &mut client,
+        text_request(file("mat/gnubg-5p-drop-left.mat"), 0),
+    )
+    .await;
+    let notes: Vec<Vec<String>> = items
+        .iter()
+        .filter_map(|i| match i {
+            Item::Game(g) => Some(g.notes.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        notes[0],
+        ["2 cube actions read and not analysed: Tavli is cubeless; the plays are analysed cubeless"]
+    );
+    assert_eq!(notes.len(), 3);
+}
+
+#[tokio::test]
+async fn bad_records_are_invalid_argument_before_the_stream() {
+    let server = start(64).await;
+    let mut client = server.client().await;
+    let text = file("mat/gnubg-5p-drop-left.mat")
+        .replace("  2) 65: 24/18 18/13 ", "  2) 65: 24/18 18/12 ");
+    let e = client
+        .analyze_game(text_request(text, 0))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::InvalidArgument);
+    assert!(
+        e.message().starts_with(
+            "text: line 8, game 1, move 2 (left, white): \"24/18 18/12\" is not a legal play \
+             for 6-5; legal plays (notation, mover's own numbering): "
+        ),
+        "{}",
+        e.message()
+    );
+    assert_eq!(
+        e.get_details_bad_request().unwrap().field_violations[0].field,
+        "text"
+    );
+
+    // Structured turns: the field path names the turn (R8.2: Fevga's first checker).
+    let req = pb::AnalyzeGameRequest {
+        record: Some(Record::Structured(pb::MatchRecord {
+            match_length: 1,
+            white_player: String::new(),
+            black_player: String::new(),
+            games: vec![pb::RecordedGame {
+                variant: pb::Variant::Fevga as i32,
+                starter: pb::Side::White as i32,
+                opening_die_white: 0,
+                opening_die_black: 0,
+                turns: vec![
+                    pb::RecordedTurn {
+                        dice: Some(pb::Dice { die1: 6, die2: 6 }),
+                        play: "24/18".into(),
+                    },
+                    pb::RecordedTurn {
+                        dice: Some(pb::Dice { die1: 3, die2: 1 }),
+                        play: "24/21 24/23".into(),
+                    },
+                ],
+            }],
+        })),
+        plies: 0,
+        luck_plies: 0,
+        thresholds: None,
+    };
+    let e = client.analyze_game(req).await.unwrap_err();
+    assert_eq!(e.code(), Code::InvalidArgument);
+    assert_eq!(
+        e.message(),
+        "structured.games[0].turns[1].play: game 1, move 1 (right, black): \"24/21 24/23\" is \
+         not a legal play for 3-1; legal plays (notation, mover's own numbering): 24/21/20"
+    );
+
+    let e = client
+        .analyze_game(text_request(file("tavli/tavli-3p-match.mat"), 3))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (e.code(), e.message()),
+        (
+            Code::InvalidArgument,
+            "plies: plies must be 0..2 on this server, got 3"
+        )
+    );
+    let mut req = text_request(file("tavli/tavli-3p-match.mat"), 0);
+    req.thresholds = Some(pb::MarkThresholds {
+        doubtful: 0.2,
+        bad: 0.1,
+        very_bad: 0.0,
+    });
+    let e = client.analyze_game(req).await.unwrap_err();
+    assert_eq!(
+        e.message(),
+        "thresholds: thresholds must grow: doubtful 0.2 <= bad 0.1 <= very bad 0.16"
+    );
+}
+
+#[tokio::test]
+async fn the_deadline_ends_the_stream() {
+    let server = start(64).await;
+    let mut client = server.client().await;
+    let mut req = tonic::Request::new(text_request(file("tavli/tavli-3p-match.mat"), 2));
+    req.set_timeout(Duration::from_millis(400));
+    let mut stream = client.analyze_game(req).await.unwrap().into_inner();
+    let mut turns = 0;
+    let status = loop {
+        match stream.message().await {
+            Ok(Some(m)) => turns += usize::from(matches!(m.item, Some(Item::Turn(_)))),
+            Ok(None) => panic!("the analysis finished within 400 ms"),
+            Err(s) => break s,
+        }
+    };
+    assert_eq!(status.code(), Code::DeadlineExceeded, "{status:?}");
+    assert!(turns < 182, "{turns}");
+}
+
+#[tokio::test]
+async fn a_dropped_stream_stops_the_work_and_frees_its_place() {
+    // One RPC at a time: while the analysis streams, nothing else is served.
+    let server = start(1).await;
+    let mut client = server.client().await;
+    let mut stream = client
+        .analyze_game(text_request(file("tavli/tavli-3p-match.mat"), 2))
+        .await
+        .unwrap()
+        .into_inner();
+    let first = stream.message().await.unwrap().unwrap();
+    assert!(matches!(first.item, Some(Item::Record(_))));
+    let busy = client
+        .get_starting_position(pb::GetStartingPositionRequest {
+            variant: pb::Variant::Portes as i32,
+            side_to_move: 0,
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(busy.code(), Code::ResourceExhausted);
+    drop(stream);
+    // The evaluator stops being called, and the place is free again.
+    let mut last = server.calls.load(Ordering::Relaxed);
+    let mut still = 0;
+    for _ in 0..100 {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let now = server.calls.load(Ordering::Relaxed);
+        still = if now == last { still + 1 } else { 0 };
+        last = now;
+        if still >= 4 {
+            break;
+        }
+    }
+    assert!(still >= 4, "the evaluator is still being called");
+    client
+        .get_starting_position(pb::GetStartingPositionRequest {
+            variant: pb::Variant::Portes as i32,
+            side_to_move: 0,
+        })
+        .await
+        .unwrap();
+}

@@ -1,0 +1,272 @@
+//! Game records (docs/records.md): real GNU Backgammon exports read, replayed against
+//! the rules and written back byte for byte; Tavli records; errors with game, move
+//! and the legal plays.
+
+use tavli_engine::record::MatchRecord;
+
+fn data(name: &str) -> String {
+    let path = format!("{}/tests/data/mat/{name}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+const GNUBG_FILES: [&str; 5] = [
+    "gnubg-5p-drop-left.mat",
+    "gnubg-7p-cube.mat",
+    "gnubg-3p-roll-resign-left.mat",
+    "gnubg-3p-roll-resign-right.mat",
+    "gnubg-3p-resign-after-double.mat",
+];
+
+#[test]
+fn gnubg_exports_round_trip_byte_for_byte() {
+    for name in GNUBG_FILES {
+        let text = data(name);
+        let r = MatchRecord::parse(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(r.to_text(), text, "{name}");
+    }
+}
+
+use tavli_engine::record::{ActionKind, EndReason, GameInput, TurnInput};
+use tavli_engine::rules::{self, Dice, OutcomeReason, Side, Variant};
+
+fn end(r: &MatchRecord, g: usize) -> (Option<Side>, u32, EndReason) {
+    let e = r.games[g].end.as_ref().expect("a result");
+    (e.winner, e.points, e.how)
+}
+
+fn passes(r: &MatchRecord, g: usize) -> usize {
+    r.games[g]
+        .actions
+        .iter()
+        .filter(|a| matches!(&a.kind, ActionKind::Play(t) if t.play.moves.is_empty()))
+        .count()
+}
+
+#[test]
+fn gnubg_cube_match_is_read_as_played() {
+    let r = MatchRecord::parse(&data("gnubg-7p-cube.mat")).unwrap();
+    assert_eq!(r.length, 7);
+    assert_eq!(r.preamble, ["; [EventDate \"2026.11.30\"]", ""]);
+    assert_eq!(r.games.len(), 3);
+    assert!(r
+        .games
+        .iter()
+        .all(|g| g.variant == Variant::Portes && !g.tagged));
+    assert_eq!(
+        r.games[0].players,
+        ["gnubg".to_string(), "root".to_string()]
+    );
+    assert_eq!(
+        r.games.iter().map(|g| g.score).collect::<Vec<_>>(),
+        [[0, 0], [2, 0], [4, 0]]
+    );
+    // Game 1: the right player resigns at a cube of 2 with the left player one
+    // checker from home (GNU Backgammon's players resign hopeless games).
+    assert_eq!(end(&r, 0), (Some(Side::White), 2, EndReason::Resign));
+    let last = |g: usize| match &r.games[g].actions.last().unwrap().kind {
+        ActionKind::Play(t) => t.play.position,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(last(0).off, [14, 8]);
+    let bore_off = |winner| rules::Outcome {
+        winner: Some(winner),
+        points: 1,
+        reason: OutcomeReason::BoreOff,
+    };
+    // Game 2: "Doubles => 4", "Drops": the doubler wins the cube before, 2.
+    assert_eq!(end(&r, 1), (Some(Side::White), 2, EndReason::Drop));
+    assert_eq!(passes(&r, 1), 4, "the right player dances four times (R4)");
+    // Game 3: redoubles to 8, the right player bears off.
+    assert_eq!(
+        end(&r, 2),
+        (
+            Some(Side::Black),
+            8,
+            EndReason::Board(bore_off(Side::Black))
+        )
+    );
+    assert_eq!(
+        r.games.iter().map(|g| g.cube_actions()).collect::<Vec<_>>(),
+        [2, 4, 6]
+    );
+    assert_eq!(r.turn_count(), 45 + 26 + 51);
+}
+
+#[test]
+fn gnubg_resignations_are_read() {
+    // The left player rolls 5-1 and resigns: a roll without a play (R3 does not
+    // apply), the right player wins 1.
+    let r = MatchRecord::parse(&data("gnubg-3p-roll-resign-left.mat")).unwrap();
+    let g = &r.games[0];
+    assert_eq!(
+        g.actions.last().unwrap().kind,
+        ActionKind::Roll(Dice::new(5, 1).unwrap())
+    );
+    assert_eq!(end(&r, 0), (Some(Side::Black), 1, EndReason::Resign));
+    // A double answered by a resignation: no drop, the doubler wins 2.
+    let r = MatchRecord::parse(&data("gnubg-3p-resign-after-double.mat")).unwrap();
+    assert_eq!(
+        r.games[0].actions.last().unwrap().kind,
+        ActionKind::Double(2)
+    );
+    assert_eq!(end(&r, 0), (Some(Side::Black), 2, EndReason::Resign));
+}
+
+#[test]
+fn an_illegal_play_is_reported_with_game_move_and_legal_plays() {
+    let text =
+        data("gnubg-5p-drop-left.mat").replace("  2) 65: 24/18 18/13 ", "  2) 65: 24/18 18/12 ");
+    let e = MatchRecord::parse(&text).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "line 8, game 1, move 2 (left, white): \"24/18 18/12\" is not a legal play for 6-5"
+    );
+    assert_eq!(
+        (e.game, e.number, e.side),
+        (Some(1), Some(2), Some(Side::White))
+    );
+    // The position after the right player's 53: 8/3 6/3 (R1 numbering, White to move).
+    let mut pos = rules::Position::start(Variant::Portes, Side::Black);
+    pos = rules::apply(
+        &pos,
+        Dice::new(5, 3).unwrap(),
+        &rules::PlayInput::Notation("8/3 6/3".into()),
+    )
+    .unwrap()
+    .position;
+    let legal: Vec<String> = rules::legal_plays(&pos, Dice::new(6, 5).unwrap())
+        .unwrap()
+        .into_iter()
+        .map(|p| p.notation)
+        .collect();
+    assert_eq!(e.legal, legal);
+    assert!(e.legal.contains(&"24/18/13".to_string()), "{:?}", e.legal);
+}
+
+#[test]
+fn a_missing_play_with_legal_plays_is_an_error() {
+    let text = data("gnubg-5p-drop-left.mat").replace(
+        "  3) 64: 24/20 20/14             43: 13/10 24/20 ",
+        "  3) 64:                         43: 13/10 24/20 ",
+    );
+    let e = MatchRecord::parse(&text).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "line 9, game 1, move 3 (left, white): no play is written, but 6-4 has 10 legal plays"
+    );
+    assert_eq!(e.legal.len(), 10);
+}
+
+#[test]
+fn tavli_match_reads_and_writes_back() {
+    let text = std::fs::read_to_string(format!(
+        "{}/tests/data/tavli/tavli-3p-match.mat",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap();
+    let r = MatchRecord::parse(&text).unwrap();
+    assert_eq!(r.to_text(), text);
+    assert_eq!(
+        r.games.iter().map(|g| g.variant).collect::<Vec<_>>(),
+        Variant::ALL
+    );
+    assert!(r.games.iter().all(|g| g.tagged && g.cube_actions() == 0));
+    // R2: the opening roll 6-2 lets the left player start game 1; the winner of each
+    // game starts the next.
+    assert_eq!(r.games[0].opening, Some([6, 2]));
+    assert_eq!(r.games[0].actions[0].side, Side::White);
+    assert_eq!(r.games[1].actions[0].side, Side::White);
+    assert_eq!(r.games[2].actions[0].side, Side::Black);
+    let how = |g: usize| match end(&r, g) {
+        (w, p, EndReason::Board(o)) => (w, p, o.reason),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(how(0), (Some(Side::White), 2, OutcomeReason::Mars));
+    // R5.5: Black pins White's mother while it has no checker left on its own start.
+    assert_eq!(how(1), (Some(Side::Black), 2, OutcomeReason::MotherPinned));
+    assert_eq!(how(2), (Some(Side::Black), 2, OutcomeReason::Mars));
+    assert_eq!(
+        r.games.iter().map(|g| g.score).collect::<Vec<_>>(),
+        [[0, 0], [2, 0], [2, 2]]
+    );
+
+    // The same match from structured turns (the engine's notation) is the same text.
+    let games: Vec<GameInput> = r
+        .games
+        .iter()
+        .map(|g| GameInput {
+            variant: g.variant,
+            starter: None,
+            opening: g.opening,
+            turns: g
+                .actions
+                .iter()
+                .map(|a| match &a.kind {
+                    ActionKind::Play(t) => TurnInput {
+                        dice: t.dice,
+                        play: t.play.notation.clone(),
+                    },
+                    other => panic!("{other:?}"),
+                })
+                .collect(),
+        })
+        .collect();
+    let built = MatchRecord::from_games(3, ["eleni".into(), "nikos".into()], &games).unwrap();
+    assert_eq!(built.to_text(), text);
+}
+
+#[test]
+fn tavli_records_are_checked() {
+    let head = " 3 point match\n\n";
+    let err = |body: &str| {
+        MatchRecord::parse(&format!("{head}{body}"))
+            .unwrap_err()
+            .to_string()
+    };
+    // Tavli is cubeless (R4).
+    assert_eq!(
+        err(" Game 1 Plakoto\n a : 0     b : 0\n  1)  Doubles => 2\n"),
+        "line 5, game 1, move 1 (left, white): a cube action in plakoto game: Tavli is \
+         cubeless (no doubling cube, R4)"
+            .replace("in plakoto", "in a plakoto")
+    );
+    // R2: the higher opening die starts.
+    assert_eq!(
+        err(" Game 1 Fevga opening 2-5\n a : 0     b : 0\n  1) 31: 24/21/20\n"),
+        "line 3, game 1: opening roll 2-5: the right (black) player starts (R2), but the \
+         first turn is the left (white) player's"
+    );
+    assert_eq!(
+        err(" Game 1 Portes opening 4-4\n a : 0     b : 0\n"),
+        "line 3, game 1: opening roll 4-4: equal dice are rolled again (R2), record the \
+         roll that decided"
+    );
+    // R8.2: Fevga's first checker must pass the opponent's start first.
+    let e = MatchRecord::parse(&format!(
+        "{head} Game 1 Fevga\n a : 0     b : 0\n  1) 31: 24/21 24/23\n"
+    ))
+    .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "line 5, game 1, move 1 (left, white): \"24/21 24/23\" is not a legal play for 3-1"
+    );
+    assert_eq!(
+        e.legal,
+        ["24/21/20"],
+        "one play: 24/23/20 gives the same position (R3)"
+    );
+    // A score line that does not follow from the results.
+    assert_eq!(
+        err(" Game 1 Portes\n a : 0     b : 0\n  1) 31: 8/5 6/5\n      Wins 1 point\n\n Game 2 Plakoto\n a : 0     b : 0\n"),
+        "line 9, game 2: the score line says 0-0, but the games before end at 1-0"
+    );
+    assert_eq!(
+        err(" Game 1 Tavla\n"),
+        "line 3: after the game number expected a variant (Portes, Plakoto, Fevga) and \
+         optionally \"opening 5-2\", got \"Tavla\""
+    );
+    assert_eq!(
+        MatchRecord::parse("hello\n").unwrap_err().to_string(),
+        "no \" N point match\" line: not a match record (docs/records.md)"
+    );
+}
