@@ -13,12 +13,12 @@ use std::hint::black_box;
 use std::sync::Arc;
 use tavli_engine::eval::bearoff::BearoffDb;
 use tavli_engine::eval::engine::Engine;
-use tavli_engine::eval::heuristic::Heuristic;
 use tavli_engine::eval::pubeval::PubEval;
 use tavli_engine::eval::{EvalOptions, Evaluator, PositionEvaluator};
 use tavli_engine::rules::board::Board;
 use tavli_engine::rules::movegen::generate_positions;
 use tavli_engine::rules::{legal_plays, Dice, Position, Side, Variant};
+use tavli_engine::train::heuristic::Heuristic;
 
 /// Contact positions from random play (deterministic), mover-relative.
 fn positions(variant: Variant, n: usize) -> Vec<Position> {

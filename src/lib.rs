@@ -4,6 +4,8 @@
 //! - [`rules`]: the pure rules core (RULES.md R1–R9).
 //! - [`eval`]: position evaluation (bear-off database, neural nets, n-ply).
 //! - [`service`]: the gRPC service `tavli.v1.TavliEngine` and its server.
+//! - [`train`]: training and strength tooling (TD(λ), baselines, matches); not used
+//!   by the server.
 //! - [`telemetry`]: Prometheus metrics layer and tracing set-up.
 //! - [`board_text`]: a position drawn as a text board (`tavli-engine show`).
 //! - [`web`]: the analysis page (gRPC-Web), served with `--web-addr`.
@@ -16,4 +18,5 @@ pub mod record;
 pub mod rules;
 pub mod service;
 pub mod telemetry;
+pub mod train;
 pub mod web;

@@ -127,7 +127,7 @@ pub struct Metrics {
     /// `tavli_evaluation_plies{variant}`: plies asked per Evaluate request.
     pub evaluation_plies: HistogramVec,
     /// `tavli_evaluations_total{evaluator, plies}`: Evaluate answers by the evaluator
-    /// that answered (`game-over`, `bearoff-exact`, `net-<variant>-v1`) and plies.
+    /// that answered (`game-over`, `bearoff-exact`, `net-<variant>-v2`) and plies.
     pub evaluations: IntCounterVec,
     /// `tavli_connections{listener}`: connections open.
     pub connections: IntGaugeVec,

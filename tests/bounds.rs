@@ -13,7 +13,6 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::sync::Arc;
 use tavli_engine::eval::engine::Engine;
-use tavli_engine::eval::heuristic::{Heuristic, RandomEvaluator};
 use tavli_engine::eval::pubeval::PubEval;
 use tavli_engine::eval::sanity::{decided, possible_outcomes, Possible};
 use tavli_engine::eval::{EvalOptions, Evaluator, PositionEvaluator, Probabilities};
@@ -21,6 +20,7 @@ use tavli_engine::rules::board::{Board, RelOutcome};
 use tavli_engine::rules::movegen::generate;
 use tavli_engine::rules::position_id::from_id;
 use tavli_engine::rules::{legal_plays, Dice, Outcome, Position, Side, Variant};
+use tavli_engine::train::heuristic::{Heuristic, RandomEvaluator};
 
 /// The positions and a few more where a bound decides the answer.
 const FIXED: [&str; 12] = [

@@ -7,11 +7,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tavli_engine::eval::bearoff::{is_no_contact_bearoff, BearoffDb, POSITIONS};
 use tavli_engine::eval::engine::Engine;
-use tavli_engine::eval::heuristic::Heuristic;
 use tavli_engine::eval::pubeval::PubEval;
 use tavli_engine::eval::{EvalError, EvalOptions, PositionEvaluator, Probabilities};
 use tavli_engine::rules::board::Board;
 use tavli_engine::rules::{legal_plays, Dice, Position, Side, Variant};
+use tavli_engine::train::heuristic::Heuristic;
 
 fn baselines() -> Engine {
     Engine::with_evaluators(

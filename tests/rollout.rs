@@ -66,7 +66,7 @@ fn same_seed_same_answers_whatever_the_thread_count() {
             .collect::<Vec<_>>(),
         [(24, false), (48, true)]
     );
-    assert_eq!(one.evaluator, "net-portes-v1");
+    assert_eq!(one.evaluator, "net-portes-v2");
     assert!(one.standard_errors.equity > 0.0);
     // Another seed, other dice.
     let (other, _) = run(

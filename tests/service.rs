@@ -1425,7 +1425,7 @@ async fn evaluate_with_the_engine() {
         .await
         .unwrap()
         .into_inner();
-    assert_eq!(r.evaluator, "net-portes-v1");
+    assert_eq!(r.evaluator, "net-portes-v2");
     assert_eq!(r.ranked_plays.len(), 16);
     assert!(r
         .ranked_plays

@@ -93,7 +93,7 @@ async fn rollout_streams_updates_and_ends_done() {
         [(36, false), (72, true)]
     );
     let last = updates.last().unwrap();
-    assert_eq!((last.evaluator.as_str(), last.plies), ("net-portes-v1", 0));
+    assert_eq!((last.evaluator.as_str(), last.plies), ("net-portes-v2", 0));
     let p = last.probabilities.unwrap();
     assert!((p.win + p.lose + p.draw - 1.0).abs() < 1e-6, "{p:?}");
     assert!(p.win_mars <= p.win && p.lose_mars <= p.lose, "{p:?}");

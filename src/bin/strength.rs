@@ -1,15 +1,15 @@
 //! `strength`: plays game pairs between two players with seats swapped on the same
 //! dice and reports A's points per game with a 95% confidence interval, the
 //! luck-adjusted result, and win / mars / draw rates (see
-//! `tavli_engine::eval::strength`).
+//! `tavli_engine::train::strength`).
 //!
 //! Example: `cargo run --release --bin strength -- --variant fevga --a heuristic
 //! --b random --games 400 --seed 1`.
 
 use clap::Parser;
 use std::time::Instant;
-use tavli_engine::eval::strength::{default_reference, run_match, MatchConfig, Registry};
 use tavli_engine::rules::Variant;
+use tavli_engine::train::strength::{default_reference, run_match, MatchConfig, Registry};
 
 #[derive(Parser, Debug)]
 #[command(about = "Strength of two Tavli evaluators by game pairs on the same dice")]

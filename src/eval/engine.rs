@@ -235,9 +235,9 @@ pub fn is_exact_bearoff(variant: Variant, board: &Board) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::eval::heuristic::Heuristic;
     use crate::eval::pubeval::PubEval;
     use crate::rules::{legal_plays, Side};
+    use crate::train::heuristic::Heuristic;
 
     fn baselines() -> Engine {
         Engine::with_evaluators(

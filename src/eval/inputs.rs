@@ -25,14 +25,22 @@
 //!   checkers still on its start, 197 the mover's first checker has not yet passed
 //!   the opponent's start (R8.2), 198/199 the same two flags for the opponent.
 //!
+//! That is input set [`InputSet::V1`] (the v1 nets). [`InputSet::V2`] (the v2 nets)
+//! appends [`SIDE_FEATURES`] hand-made features of the mover and then the same
+//! features of the opponent ([`super::features::side_features`] on the board and on
+//! the mirrored board): 244 / 288 / 240 inputs.
+//!
 //! The encoding is sparse ([`SparseInputs`]: only non-zero units, in increasing index
 //! order), built with lookup tables by count and no allocation.
 
+#[cfg(test)]
+use super::features::side_features;
+use super::features::{side_features_inline, SIDE_FEATURES};
 use crate::rules::board::{below_mask, flip_index, Board, BAR, OFF};
 use crate::rules::Variant;
 
-/// The largest input count of any variant (Plakoto).
-pub const MAX_INPUTS: usize = 248;
+/// The largest input count of any variant and input set (Plakoto, V2).
+pub const MAX_INPUTS: usize = 248 + 2 * SIDE_FEATURES;
 
 /// Index of the first per-variant feature (after 24 points × 2 sides × 4 units).
 pub const POINT_INPUTS: usize = 192;
@@ -40,12 +48,90 @@ pub const POINT_INPUTS: usize = 192;
 /// Capacity of [`SparseInputs`]: [`MAX_INPUTS`] plus slack for branch-free writes.
 const CAP: usize = MAX_INPUTS + 8;
 
-/// Number of inputs of the net of `variant`: Portes 204, Plakoto 248, Fevga 200.
+/// Number of inputs of the V1 encoding of `variant`: Portes 204, Plakoto 248, Fevga
+/// 200.
 pub const fn num_inputs(variant: Variant) -> usize {
     match variant {
         Variant::Portes => 204,
         Variant::Plakoto => 248,
         Variant::Fevga => 200,
+    }
+}
+
+/// Which encoding a net reads (stored in its `.tnet` file as a code).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum InputSet {
+    /// Points, bar, off and the per-variant flags ([`encode`]); code 1.
+    V1,
+    /// V1 followed by the [`SIDE_FEATURES`] features of the mover and of the
+    /// opponent; code 2.
+    V2,
+}
+
+impl InputSet {
+    /// The code stored in `.tnet` files.
+    pub const fn code(self) -> u32 {
+        match self {
+            InputSet::V1 => 1,
+            InputSet::V2 => 2,
+        }
+    }
+
+    /// The input set of a stored code, if known.
+    pub const fn from_code(code: u32) -> Option<InputSet> {
+        match code {
+            1 => Some(InputSet::V1),
+            2 => Some(InputSet::V2),
+            _ => None,
+        }
+    }
+
+    /// Features per side appended to the V1 inputs: 0 or [`SIDE_FEATURES`].
+    pub const fn features(self) -> usize {
+        match self {
+            InputSet::V1 => 0,
+            InputSet::V2 => SIDE_FEATURES,
+        }
+    }
+
+    /// Number of inputs for `variant`: [`num_inputs`] plus `2 * self.features()`.
+    pub const fn count(self, variant: Variant) -> usize {
+        num_inputs(variant) + 2 * self.features()
+    }
+
+    /// Encodes `board` (the mover's view, game not over) into `out`.
+    #[inline]
+    pub fn encode(self, variant: Variant, board: &Board, out: &mut SparseInputs) {
+        #[cfg(target_arch = "x86_64")]
+        if super::net::has_avx2() {
+            // SAFETY: the CPU supports AVX2, POPCNT, LZCNT and BMI1 (checked by
+            // `has_avx2`).
+            unsafe { encode_fast(self, variant, board, out) };
+            return;
+        }
+        encode_set(self, variant, board, out)
+    }
+}
+
+/// [`InputSet::encode`] compiled for CPUs with AVX2 and the bit instructions (same
+/// results).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,popcnt,lzcnt,bmi1")]
+fn encode_fast(set: InputSet, variant: Variant, board: &Board, out: &mut SparseInputs) {
+    encode_set(set, variant, board, out)
+}
+
+#[inline(always)]
+fn encode_set(set: InputSet, variant: Variant, board: &Board, out: &mut SparseInputs) {
+    encode(variant, board, out);
+    let k = set.features();
+    if k > 0 {
+        let base = num_inputs(variant);
+        let mut f = [0.0f32; SIDE_FEATURES];
+        side_features_inline(variant, board, &mut f);
+        out.dense(base, &f[..k]);
+        side_features_inline(variant, &board.mirror(variant), &mut f);
+        out.dense(base + k, &f[..k]);
     }
 }
 
@@ -129,6 +215,14 @@ impl SparseInputs {
         self.push_if(index, 1.0, on);
     }
 
+    /// Appends the non-zero values of `values` at `base..base + values.len()`.
+    #[inline(always)]
+    fn dense(&mut self, base: usize, values: &[f32]) {
+        for (k, &x) in values.iter().enumerate() {
+            self.push_if(base + k, x, x != 0.0);
+        }
+    }
+
     /// Appends every set bit `i` (1..=24) of `mask` as unit `base + i - 1`.
     #[inline(always)]
     fn bits(&mut self, base: usize, mask: u32) {
@@ -144,6 +238,7 @@ impl SparseInputs {
 }
 
 /// Encodes `board` (the mover's view, game not over) for the net of `variant`.
+#[inline(always)]
 pub fn encode(variant: Variant, board: &Board, out: &mut SparseInputs) {
     out.len = 0;
     // Only points holding checkers have non-zero units: visit those, in order.
@@ -198,8 +293,19 @@ fn off_units(out: &mut SparseInputs, base: usize, own_off: u8, opp_off: u8) {
 /// Dense form of [`encode`]: `out[..num_inputs(variant)]` is the input vector, the
 /// rest is zero.
 pub fn encode_dense(variant: Variant, board: &Board, out: &mut [f32; MAX_INPUTS]) {
+    encode_dense_set(InputSet::V1, variant, board, out)
+}
+
+/// Dense form of [`InputSet::encode`]: `out[..set.count(variant)]` is the input
+/// vector, the rest is zero.
+pub fn encode_dense_set(
+    set: InputSet,
+    variant: Variant,
+    board: &Board,
+    out: &mut [f32; MAX_INPUTS],
+) {
     let mut s = SparseInputs::default();
-    encode(variant, board, &mut s);
+    set.encode(variant, board, &mut s);
     out.fill(0.0);
     for (i, v) in s.iter() {
         out[i] = v;
@@ -289,13 +395,34 @@ mod tests {
     #[test]
     fn sparse_is_sorted_and_bounded() {
         for v in Variant::ALL {
-            let mut s = SparseInputs::default();
-            let mut b = start(v);
-            b.own[OFF] = 3;
-            b.own[24] -= 3;
-            encode(v, &b, &mut s);
-            assert!(s.idx[..s.len].windows(2).all(|w| w[0] < w[1]));
-            assert!(s.iter().all(|(i, x)| i < num_inputs(v) && x != 0.0));
+            for set in [InputSet::V1, InputSet::V2] {
+                let mut s = SparseInputs::default();
+                let mut b = start(v);
+                b.own[OFF] = 3;
+                b.own[24] -= 3;
+                set.encode(v, &b, &mut s);
+                assert!(s.idx[..s.len].windows(2).all(|w| w[0] < w[1]));
+                assert!(s.iter().all(|(i, x)| i < set.count(v) && x != 0.0));
+            }
         }
+    }
+
+    #[test]
+    fn v2_appends_both_sides_features() {
+        let v = Variant::Portes;
+        let b = start(v);
+        let mut x = [0.0; MAX_INPUTS];
+        encode_dense_set(InputSet::V2, v, &b, &mut x);
+        let mut y = [0.0; MAX_INPUTS];
+        encode_dense(v, &b, &mut y);
+        assert_eq!(&x[..204], &y[..204], "V1 part unchanged");
+        let (mut own, mut opp) = ([0.0; SIDE_FEATURES], [0.0; SIDE_FEATURES]);
+        side_features(v, &b, &mut own);
+        side_features(v, &b.mirror(v), &mut opp);
+        assert_eq!(&x[204..204 + SIDE_FEATURES], &own);
+        assert_eq!(&x[204 + SIDE_FEATURES..204 + 2 * SIDE_FEATURES], &opp);
+        assert_eq!(InputSet::V2.count(v), 244);
+        assert_eq!(InputSet::from_code(InputSet::V2.code()), Some(InputSet::V2));
+        assert_eq!(InputSet::from_code(3), None);
     }
 }

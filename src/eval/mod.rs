@@ -1,21 +1,21 @@
 //! Position evaluation (cubeless, for the side to move, before rolling).
 //!
 //! The contract used by the service and the tools. Implementations live in the
-//! sub-modules (bear-off database, neural nets, baselines, n-ply search).
+//! sub-modules (bear-off database, neural nets, n-ply search). This module is what the
+//! server runs; training, baselines and strength matches live in [`crate::train`],
+//! which depends on this module and never the other way round.
 
+pub mod features;
 pub mod inputs;
 pub mod kernels;
 pub mod net;
-pub mod td;
 
 pub mod bearoff;
 pub mod engine;
-pub mod heuristic;
 pub mod pubeval;
 pub mod rollout;
 pub mod sanity;
 pub mod search;
-pub mod strength;
 
 use crate::rules::board::Board;
 use crate::rules::{Dice, Play, Position, RulesError, Variant};
@@ -66,7 +66,7 @@ impl Probabilities {
 pub trait Evaluator: Send + Sync {
     /// Probabilities for the side to move of `board` (before it rolls).
     fn eval_board(&self, variant: Variant, board: &Board) -> Probabilities;
-    /// A short name with version, e.g. `net-portes-v1`, `bearoff-exact`, `pubeval`.
+    /// A short name with version, e.g. `net-portes-v2`, `bearoff-exact`, `pubeval`.
     fn name(&self, variant: Variant) -> String;
 }
 
@@ -211,7 +211,7 @@ pub struct Evaluation {
     pub probabilities: Probabilities,
     /// Expected points for the side to move, in `[-2, 2]`.
     pub equity: f32,
-    /// Which evaluator answered (e.g. `bearoff-exact`, `net-portes-v1`, `game-over`).
+    /// Which evaluator answered (e.g. `bearoff-exact`, `net-portes-v2`, `game-over`).
     pub evaluator: String,
     /// Plies searched.
     pub plies: u8,

@@ -1,42 +1,63 @@
-//! A small multilayer perceptron per variant, trained by TD(λ) self-play
-//! ([`super::td`], after Tesauro's TD-Gammon, 1992/1995), with allocation-free f32
-//! inference and a simple checksummed file format.
+//! Small multilayer perceptrons per variant with allocation-free f32 inference and a
+//! simple checksummed file format. They are trained by the project's own tools
+//! ([`crate::train`]): TD(λ) self-play after Tesauro's TD-Gammon (1992/1995), then
+//! supervised fits to positions from self-play labelled by the engine's own search
+//! (docs/training.md). Initialisation and the gradient step are training code
+//! ([`crate::train::sgd`]).
 //!
-//! Shape: `inputs` ([`num_inputs`]) → `hidden` ReLU units → 4 sigmoid outputs
-//! `[win, win_mars, lose_mars, draw]`, all **absolute** probabilities for the side to
-//! move before it rolls (a "mars" is any 2-point result, R5.5/R7; `draw` is used in
-//! Plakoto only). [`to_probabilities`] clamps them into consistent
+//! Shape of one [`Net`]: `inputs` ([`InputSet::count`]) → `hidden` ReLU units → 4
+//! sigmoid outputs `[win, win_mars, lose_mars, draw]`, all **absolute** probabilities
+//! for the side to move before it rolls (a "mars" is any 2-point result, R5.5/R7;
+//! `draw` is used in Plakoto only). [`to_probabilities`] clamps them into consistent
 //! [`Probabilities`] (`win_mars <= win`, `lose_mars <= lose`, sums ≤ 1).
+//!
+//! A file holds one [`Nets`]: a net for every position, or a contact net and a race
+//! net (no contact, [`has_contact`]) as in GNU Backgammon and wildbg.
 //!
 //! The first layer is evaluated sparsely: each non-zero input adds its weight column
 //! (stored input-major, contiguous) to the hidden sums.
 //!
-//! # File format `.tnet` (version 1, all little-endian)
+//! # File format `.tnet` version 2 (all little-endian)
 //!
 //! | offset | type | field |
 //! |---|---|---|
 //! | 0 | `[u8; 4]` | magic `TNET` |
-//! | 4 | u32 | version = 1 |
+//! | 4 | u32 | version = 2 |
 //! | 8 | u32 | variant: 0 Portes, 1 Plakoto, 2 Fevga |
-//! | 12 | u32 | inputs (must equal [`num_inputs`] of the variant) |
-//! | 16 | u32 | hidden (1..=[`MAX_HIDDEN`]) |
-//! | 20 | u32 | outputs = 4 |
-//! | 24 | u64 | self-play games trained |
+//! | 12 | u32 | generation `g`: the evaluator is named `net-<variant>-v<g>` |
+//! | 16 | u32 | number of nets: 1 (every position) or 2 (contact, then race) |
+//! | 20 | u32 | reserved, 0 |
+//! | 24 | | the nets, one after the other |
+//! | end − 4 | u32 | FNV-1a (32 bit) of every byte before it |
+//!
+//! Each net:
+//!
+//! | offset | type | field |
+//! |---|---|---|
+//! | 0 | u32 | role: 0 every position or contact, 1 race |
+//! | 4 | u32 | input set ([`InputSet::code`]: 1 V1, 2 V2) |
+//! | 8 | u32 | inputs (must equal [`InputSet::count`] for the variant) |
+//! | 12 | u32 | hidden (1..=[`MAX_HIDDEN`]) |
+//! | 16 | u32 | outputs = 4 |
+//! | 20 | u32 | reserved, 0 |
+//! | 24 | u64 | games or positions trained (metadata) |
 //! | 32 | f32 × inputs·hidden | `w1[j * hidden + h]`: input `j` → hidden `h` |
 //! | … | f32 × hidden | `b1` |
 //! | … | f32 × 4·hidden | `w2[k * hidden + h]`: hidden `h` → output `k` |
 //! | … | f32 × 4 | `b2` |
-//! | end − 4 | u32 | FNV-1a (32 bit) of every byte before it |
 //!
-//! The committed nets live in `weights/<variant>-v1.tnet` and are embedded in the
-//! binary ([`load_default`]); an empty file there means "no trained net".
+//! Version 1 (the v1 nets, still read): magic, version = 1, variant, inputs, hidden,
+//! outputs = 4 (u32 each), games (u64), then the weights of one V1 net as above and the
+//! checksum; it reads as generation 1 with one net.
+//!
+//! The committed nets live in `weights/<variant>-v<g>.tnet`; those of the current
+//! generation are embedded in the binary ([`load_default`]).
 
-use super::inputs::{encode, num_inputs, SparseInputs};
+use super::features::has_contact;
+use super::inputs::{InputSet, SparseInputs};
 use super::{Evaluator, Probabilities};
 use crate::rules::board::Board;
 use crate::rules::Variant;
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha8Rng;
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
@@ -46,11 +67,12 @@ pub const OUTPUTS: usize = 4;
 pub const MAX_HIDDEN: usize = 256;
 /// File magic.
 pub const MAGIC: [u8; 4] = *b"TNET";
-/// File format version.
-pub const VERSION: u32 = 1;
-const HEADER: usize = 32;
+/// File format version written.
+pub const VERSION: u32 = 2;
+/// The generation of the committed nets: the `N` of `net-<variant>-vN`.
+pub const GENERATION: u32 = 2;
 
-/// Errors of [`Net::from_bytes`] and [`Net::load`].
+/// Errors of [`Nets::from_bytes`] and [`Nets::load`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum NetError {
     /// Not a `.tnet` file (magic differs).
@@ -59,7 +81,7 @@ pub enum NetError {
     UnsupportedVersion(u32),
     /// Variant code other than 0, 1, 2.
     BadVariant(u32),
-    /// Layer sizes that do not fit the variant or the limits.
+    /// Layer sizes, roles or input sets that do not fit the variant or the limits.
     BadShape(String),
     /// Fewer or more bytes than the header announces.
     BadLength { expected: usize, found: usize },
@@ -108,14 +130,16 @@ fn variant_code(v: Variant) -> u32 {
     }
 }
 
-/// The net: weights of both layers and how many self-play games trained it.
+/// One net: weights of both layers and how much training it has had.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Net {
     /// The variant whose inputs it reads.
     pub variant: Variant,
+    /// The encoding it reads.
+    pub input_set: InputSet,
     /// Hidden units.
     pub hidden: usize,
-    /// `w1[j * hidden + h]`, `num_inputs(variant) × hidden`.
+    /// `w1[j * hidden + h]`, `input_set.count(variant) × hidden`.
     pub w1: Vec<f32>,
     /// Hidden biases, `hidden`.
     pub b1: Vec<f32>,
@@ -123,18 +147,18 @@ pub struct Net {
     pub w2: Vec<f32>,
     /// Output biases.
     pub b2: [f32; OUTPUTS],
-    /// Self-play games trained so far (metadata).
+    /// Games (TD) or positions (supervised) trained so far (metadata).
     pub games: u64,
 }
 
 #[inline(always)]
-fn sigmoid(z: f32) -> f32 {
+pub(crate) fn sigmoid(z: f32) -> f32 {
     1.0 / (1.0 + (-z).exp())
 }
 
 /// Dot product with 8 independent accumulators (so the compiler vectorises it).
 #[inline(always)]
-fn dot(a: &[f32], b: &[f32]) -> f32 {
+pub(crate) fn dot(a: &[f32], b: &[f32]) -> f32 {
     let mut acc = [0.0f32; 8];
     let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
     let (ra, rb) = (ca.remainder(), cb.remainder());
@@ -148,6 +172,20 @@ fn dot(a: &[f32], b: &[f32]) -> f32 {
         s += x * y;
     }
     s
+}
+
+/// Whether the CPU has AVX2 and the bit instructions POPCNT, LZCNT and BMI1 (which
+/// every AVX2 CPU has; checked once).
+#[cfg(target_arch = "x86_64")]
+#[inline]
+pub(crate) fn has_avx2() -> bool {
+    static AVX2: OnceLock<bool> = OnceLock::new();
+    *AVX2.get_or_init(|| {
+        std::arch::is_x86_feature_detected!("avx2")
+            && std::arch::is_x86_feature_detected!("popcnt")
+            && std::arch::is_x86_feature_detected!("lzcnt")
+            && std::arch::is_x86_feature_detected!("bmi1")
+    })
 }
 
 /// Consistent [`Probabilities`] from the raw outputs `[win, win_mars, lose_mars,
@@ -171,35 +209,20 @@ pub fn to_probabilities(variant: Variant, y: [f32; OUTPUTS]) -> Probabilities {
 }
 
 impl Net {
-    /// A fresh net with small random weights (He-style for the ~40 active inputs),
-    /// deterministic from `seed`. Panics when `hidden` is 0 or above [`MAX_HIDDEN`].
-    pub fn new_random(variant: Variant, hidden: usize, seed: u64) -> Net {
-        assert!((1..=MAX_HIDDEN).contains(&hidden), "hidden must be 1..=256");
-        let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        let n = num_inputs(variant);
-        let a1 = (6.0f32 / 40.0).sqrt();
-        let a2 = (6.0f32 / hidden as f32).sqrt() * 0.5;
-        Net {
-            variant,
-            hidden,
-            w1: (0..n * hidden).map(|_| rng.random_range(-a1..a1)).collect(),
-            b1: vec![0.0; hidden],
-            w2: (0..OUTPUTS * hidden)
-                .map(|_| rng.random_range(-a2..a2))
-                .collect(),
-            b2: [0.0, -2.0, -2.0, -4.0],
-            games: 0,
-        }
-    }
-
     /// Number of inputs.
     pub fn inputs(&self) -> usize {
-        num_inputs(self.variant)
+        self.input_set.count(self.variant)
     }
 
-    /// Hidden pre-activations into `h[..hidden]`.
+    /// Encodes `board` for this net.
+    #[inline]
+    pub fn encode(&self, board: &Board, x: &mut SparseInputs) {
+        self.input_set.encode(self.variant, board, x)
+    }
+
+    /// Hidden pre-activations into `h[..hidden]` ([`super::kernels::hidden_pre`]).
     #[inline(always)]
-    fn hidden_pre(&self, x: &SparseInputs, h: &mut [f32]) {
+    pub(crate) fn hidden_pre(&self, x: &SparseInputs, h: &mut [f32]) {
         super::kernels::hidden_pre(&self.b1, &self.w1, x, h);
     }
 
@@ -222,7 +245,7 @@ impl Net {
         }
         INPUTS.with(|x| {
             let x = &mut *x.borrow_mut();
-            encode(self.variant, board, x);
+            self.encode(board, x);
             self.forward(x)
         })
     }
@@ -233,74 +256,27 @@ impl Net {
         to_probabilities(self.variant, self.eval_raw(board))
     }
 
-    /// One stochastic gradient step of the cross-entropy between the sigmoid outputs
-    /// and `target` (each in `[0, 1]`; the draw target is ignored outside Plakoto),
-    /// with step size `alpha`. Returns the outputs before the step.
-    pub fn train(&mut self, x: &SparseInputs, target: &[f32; OUTPUTS], alpha: f32) -> [f32; 4] {
-        let hn = self.hidden;
-        let mut pre = [0.0f32; MAX_HIDDEN];
-        let mut act = [0.0f32; MAX_HIDDEN];
-        self.hidden_pre(x, &mut pre[..hn]);
-        for (a, &p) in act[..hn].iter_mut().zip(&pre[..hn]) {
-            *a = p.max(0.0);
-        }
-        let mut y = [0.0; OUTPUTS];
-        let mut e = [0.0; OUTPUTS];
-        for k in 0..OUTPUTS {
-            let w = &self.w2[k * hn..(k + 1) * hn];
-            y[k] = sigmoid(self.b2[k] + dot(w, &act[..hn]));
-            e[k] = target[k] - y[k];
-        }
-        if self.variant != Variant::Plakoto {
-            e[3] = 0.0;
-        }
-        // Back-propagate through the old output weights.
-        let mut dh = [0.0f32; MAX_HIDDEN];
-        for (k, &ek) in e.iter().enumerate() {
-            let w = &self.w2[k * hn..(k + 1) * hn];
-            for (d, &wk) in dh[..hn].iter_mut().zip(w) {
-                *d += ek * wk;
-            }
-        }
-        for (d, &p) in dh[..hn].iter_mut().zip(&pre[..hn]) {
-            *d = if p > 0.0 { *d * alpha } else { 0.0 };
-        }
-        for (k, &ek) in e.iter().enumerate() {
-            let g = alpha * ek;
-            self.b2[k] += g;
-            let w = &mut self.w2[k * hn..(k + 1) * hn];
-            for (wk, &a) in w.iter_mut().zip(&act[..hn]) {
-                *wk += g * a;
-            }
-        }
-        for (b, &d) in self.b1.iter_mut().zip(&dh[..hn]) {
-            *b += d;
-        }
-        for (j, v) in x.iter() {
-            let col = &mut self.w1[j * hn..(j + 1) * hn];
-            for (w, &d) in col.iter_mut().zip(&dh[..hn]) {
-                *w += v * d;
-            }
-        }
-        y
+    fn floats(&self) -> usize {
+        let n = self.inputs();
+        n * self.hidden + self.hidden + OUTPUTS * self.hidden + OUTPUTS
     }
 
-    /// Serialises to the `.tnet` format (see the module docs).
-    pub fn to_bytes(&self) -> Vec<u8> {
-        let n = self.inputs();
-        let floats = n * self.hidden + self.hidden + OUTPUTS * self.hidden + OUTPUTS;
-        let mut out = Vec::with_capacity(HEADER + 4 * floats + 4);
-        out.extend_from_slice(&MAGIC);
+    fn write(&self, role: u32, out: &mut Vec<u8>) {
         for v in [
-            VERSION,
-            variant_code(self.variant),
-            n as u32,
+            role,
+            self.input_set.code(),
+            self.inputs() as u32,
             self.hidden as u32,
             OUTPUTS as u32,
+            0,
         ] {
             out.extend_from_slice(&v.to_le_bytes());
         }
         out.extend_from_slice(&self.games.to_le_bytes());
+        self.write_weights(out);
+    }
+
+    fn write_weights(&self, out: &mut Vec<u8>) {
         for w in self
             .w1
             .iter()
@@ -310,17 +286,145 @@ impl Net {
         {
             out.extend_from_slice(&w.to_le_bytes());
         }
+    }
+
+    /// Reads the weights of a net of this shape from `bytes` (exactly
+    /// [`Net::floats`] little-endian f32).
+    fn read_weights(
+        variant: Variant,
+        input_set: InputSet,
+        hidden: usize,
+        games: u64,
+        bytes: &[u8],
+    ) -> Net {
+        let inputs = input_set.count(variant);
+        let mut it = bytes
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes(c.try_into().expect("4 bytes")));
+        let mut take = |n: usize| (&mut it).take(n).collect::<Vec<f32>>();
+        let w1 = take(inputs * hidden);
+        let b1 = take(hidden);
+        let w2 = take(OUTPUTS * hidden);
+        let b2v = take(OUTPUTS);
+        Net {
+            variant,
+            input_set,
+            hidden,
+            w1,
+            b1,
+            w2,
+            b2: [b2v[0], b2v[1], b2v[2], b2v[3]],
+            games,
+        }
+    }
+}
+
+/// The nets of one variant as stored in one `.tnet` file: the net for every position
+/// (or for contact positions) and an optional race net.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Nets {
+    /// The variant.
+    pub variant: Variant,
+    /// The `N` of the evaluator name `net-<variant>-vN`.
+    pub generation: u32,
+    /// The net of every position, or of contact positions when [`Nets::race`] is set.
+    pub main: Net,
+    /// The net of race positions (no contact, [`has_contact`]), if any.
+    pub race: Option<Net>,
+}
+
+fn variant_of(code: u32) -> Result<Variant, NetError> {
+    match code {
+        0 => Ok(Variant::Portes),
+        1 => Ok(Variant::Plakoto),
+        2 => Ok(Variant::Fevga),
+        v => Err(NetError::BadVariant(v)),
+    }
+}
+
+fn check_shape(
+    variant: Variant,
+    set: Option<InputSet>,
+    set_code: u32,
+    inputs: usize,
+    hidden: usize,
+    outputs: u32,
+) -> Result<InputSet, NetError> {
+    let set = set.ok_or_else(|| NetError::BadShape(format!("unknown input set {set_code}")))?;
+    if inputs != set.count(variant) || !(1..=MAX_HIDDEN).contains(&hidden) || outputs != 4 {
+        return Err(NetError::BadShape(format!(
+            "{variant}: inputs {inputs} (want {}), hidden {hidden} (1..={MAX_HIDDEN}), \
+             outputs {outputs} (want 4)",
+            set.count(variant)
+        )));
+    }
+    Ok(set)
+}
+
+impl Nets {
+    /// One net for every position.
+    pub fn single(generation: u32, net: Net) -> Nets {
+        Nets {
+            variant: net.variant,
+            generation,
+            main: net,
+            race: None,
+        }
+    }
+
+    /// The net that evaluates `board`: the race net when there is one and the board
+    /// has no contact, else the main net.
+    #[inline]
+    pub fn net_for(&self, board: &Board) -> &Net {
+        match &self.race {
+            Some(r) if !has_contact(self.variant, board) => r,
+            _ => &self.main,
+        }
+    }
+
+    /// Raw outputs for a board (the mover's view, game not over).
+    #[inline]
+    pub fn eval_raw(&self, board: &Board) -> [f32; OUTPUTS] {
+        self.net_for(board).eval_raw(board)
+    }
+
+    /// Consistent probabilities for a board (the mover's view, game not over).
+    #[inline]
+    pub fn eval(&self, board: &Board) -> Probabilities {
+        to_probabilities(self.variant, self.eval_raw(board))
+    }
+
+    /// Serialises to the `.tnet` format, version 2 (see the module docs).
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let nets: Vec<&Net> = std::iter::once(&self.main).chain(&self.race).collect();
+        let mut out =
+            Vec::with_capacity(24 + nets.iter().map(|n| 32 + 4 * n.floats()).sum::<usize>() + 4);
+        out.extend_from_slice(&MAGIC);
+        for v in [
+            VERSION,
+            variant_code(self.variant),
+            self.generation,
+            nets.len() as u32,
+            0,
+        ] {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+        for (role, n) in nets.iter().enumerate() {
+            n.write(role as u32, &mut out);
+        }
         let c = fnv1a32(&out);
         out.extend_from_slice(&c.to_le_bytes());
         out
     }
 
-    /// Parses the `.tnet` format; checks magic, version, shapes, length and checksum.
-    pub fn from_bytes(bytes: &[u8]) -> Result<Net, NetError> {
-        let u32_at = |o: usize| u32::from_le_bytes(bytes[o..o + 4].try_into().unwrap());
-        if bytes.len() < HEADER + 4 {
+    /// Parses the `.tnet` format (version 2, or version 1 as generation 1); checks
+    /// magic, version, shapes, roles, length and checksum.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Nets, NetError> {
+        let u32_at = |o: usize| u32::from_le_bytes(bytes[o..o + 4].try_into().expect("4 bytes"));
+        let u64_at = |o: usize| u64::from_le_bytes(bytes[o..o + 8].try_into().expect("8 bytes"));
+        if bytes.len() < 28 {
             return Err(NetError::BadLength {
-                expected: HEADER + 4,
+                expected: 28,
                 found: bytes.len(),
             });
         }
@@ -328,53 +432,84 @@ impl Net {
             return Err(NetError::BadMagic);
         }
         let version = u32_at(4);
-        if version != VERSION {
-            return Err(NetError::UnsupportedVersion(version));
-        }
-        let variant = match u32_at(8) {
-            0 => Variant::Portes,
-            1 => Variant::Plakoto,
-            2 => Variant::Fevga,
-            v => return Err(NetError::BadVariant(v)),
+        let variant = match version {
+            1 | 2 => variant_of(u32_at(8))?,
+            v => return Err(NetError::UnsupportedVersion(v)),
         };
-        let (inputs, hidden, outputs) = (u32_at(12) as usize, u32_at(16) as usize, u32_at(20));
-        if inputs != num_inputs(variant) || !(1..=MAX_HIDDEN).contains(&hidden) || outputs != 4 {
-            return Err(NetError::BadShape(format!(
-                "{variant}: inputs {inputs} (want {}), hidden {hidden} (1..={MAX_HIDDEN}), \
-                 outputs {outputs} (want 4)",
-                num_inputs(variant)
-            )));
-        }
-        let floats = inputs * hidden + hidden + OUTPUTS * hidden + OUTPUTS;
-        let expected = HEADER + 4 * floats + 4;
+        // Walk the layout first (bounds), then check the checksum, then read.
+        let mut nets: Vec<(u32, InputSet, usize, u64, usize)> = Vec::new();
+        let (generation, end) = if version == 1 {
+            if bytes.len() < 36 {
+                return Err(NetError::BadLength {
+                    expected: 36,
+                    found: bytes.len(),
+                });
+            }
+            let (inputs, hidden, outputs) = (u32_at(12) as usize, u32_at(16) as usize, u32_at(20));
+            let set = check_shape(variant, Some(InputSet::V1), 1, inputs, hidden, outputs)?;
+            nets.push((0, set, hidden, u64_at(24), 32));
+            let floats = inputs * hidden + hidden + OUTPUTS * hidden + OUTPUTS;
+            (1, 32 + 4 * floats)
+        } else {
+            let count = u32_at(16);
+            if !(1..=2).contains(&count) {
+                return Err(NetError::BadShape(format!("{count} nets (want 1 or 2)")));
+            }
+            let mut at = 24usize;
+            for role in 0..count {
+                if bytes.len() < at + 32 + 4 {
+                    return Err(NetError::BadLength {
+                        expected: at + 36,
+                        found: bytes.len(),
+                    });
+                }
+                if u32_at(at) != role {
+                    return Err(NetError::BadShape(format!(
+                        "net {role} has role {} (want {role})",
+                        u32_at(at)
+                    )));
+                }
+                let code = u32_at(at + 4);
+                let (inputs, hidden, outputs) = (
+                    u32_at(at + 8) as usize,
+                    u32_at(at + 12) as usize,
+                    u32_at(at + 16),
+                );
+                let set = check_shape(
+                    variant,
+                    InputSet::from_code(code),
+                    code,
+                    inputs,
+                    hidden,
+                    outputs,
+                )?;
+                nets.push((role, set, hidden, u64_at(at + 24), at + 32));
+                at += 32 + 4 * (inputs * hidden + hidden + OUTPUTS * hidden + OUTPUTS);
+            }
+            (u32_at(12), at)
+        };
+        let expected = end + 4;
         if bytes.len() != expected {
             return Err(NetError::BadLength {
                 expected,
                 found: bytes.len(),
             });
         }
-        let stored = u32_at(expected - 4);
-        let computed = fnv1a32(&bytes[..expected - 4]);
+        let stored = u32_at(end);
+        let computed = fnv1a32(&bytes[..end]);
         if stored != computed {
             return Err(NetError::ChecksumMismatch { stored, computed });
         }
-        let games = u64::from_le_bytes(bytes[24..32].try_into().unwrap());
-        let mut it = bytes[HEADER..expected - 4]
-            .chunks_exact(4)
-            .map(|c| f32::from_le_bytes(c.try_into().unwrap()));
-        let mut take = |n: usize| (&mut it).take(n).collect::<Vec<f32>>();
-        let w1 = take(inputs * hidden);
-        let b1 = take(hidden);
-        let w2 = take(OUTPUTS * hidden);
-        let b2v = take(OUTPUTS);
-        Ok(Net {
+        let mut read = nets.into_iter().map(|(_, set, hidden, games, at)| {
+            let floats = set.count(variant) * hidden + hidden + OUTPUTS * hidden + OUTPUTS;
+            Net::read_weights(variant, set, hidden, games, &bytes[at..at + 4 * floats])
+        });
+        let main = read.next().expect("at least one net");
+        Ok(Nets {
             variant,
-            hidden,
-            w1,
-            b1,
-            w2,
-            b2: [b2v[0], b2v[1], b2v[2], b2v[3]],
-            games,
+            generation,
+            main,
+            race: read.next(),
         })
     }
 
@@ -387,48 +522,54 @@ impl Net {
     }
 
     /// Reads a `.tnet` file.
-    pub fn load(path: impl AsRef<Path>) -> Result<Net, NetError> {
+    pub fn load(path: impl AsRef<Path>) -> Result<Nets, NetError> {
         let bytes = std::fs::read(path).map_err(|e| NetError::Io(e.to_string()))?;
-        Net::from_bytes(&bytes)
+        Nets::from_bytes(&bytes)
     }
 }
 
-/// A [`Net`] as an [`Evaluator`], named `net-<variant>-v1`.
+/// [`Nets`] as an [`Evaluator`], named `net-<variant>-v<generation>`.
 #[derive(Clone, Debug)]
 pub struct NetEvaluator {
-    /// The net.
-    pub net: Net,
+    /// The nets.
+    pub nets: Nets,
 }
 
 impl NetEvaluator {
-    /// Wraps a net.
-    pub fn new(net: Net) -> NetEvaluator {
-        NetEvaluator { net }
+    /// Wraps the nets of a file.
+    pub fn new(nets: Nets) -> NetEvaluator {
+        NetEvaluator { nets }
+    }
+
+    /// Wraps one net for every position, as generation `generation`.
+    pub fn single(generation: u32, net: Net) -> NetEvaluator {
+        NetEvaluator::new(Nets::single(generation, net))
     }
 }
 
 impl Evaluator for NetEvaluator {
-    /// Net probabilities for the mover of `board`. `variant` must be the net's own.
+    /// Net probabilities for the mover of `board`. `variant` must be the nets' own.
     fn eval_board(&self, variant: Variant, board: &Board) -> Probabilities {
-        debug_assert_eq!(variant, self.net.variant, "net of another variant");
-        self.net.eval(board)
+        debug_assert_eq!(variant, self.nets.variant, "net of another variant");
+        self.nets.eval(board)
     }
 
     fn name(&self, variant: Variant) -> String {
-        format!("net-{}-v1", variant.name())
+        format!("net-{}-v{}", variant.name(), self.nets.generation)
     }
 }
 
-/// The committed weights, embedded at compile time (empty = not trained yet).
+/// The committed weights of the current [`GENERATION`], embedded at compile time
+/// (empty = not trained yet).
 pub fn default_bytes(variant: Variant) -> &'static [u8] {
     match variant {
-        Variant::Portes => include_bytes!("../../weights/portes-v1.tnet"),
-        Variant::Plakoto => include_bytes!("../../weights/plakoto-v1.tnet"),
-        Variant::Fevga => include_bytes!("../../weights/fevga-v1.tnet"),
+        Variant::Portes => include_bytes!("../../weights/portes-v2.tnet"),
+        Variant::Plakoto => include_bytes!("../../weights/plakoto-v2.tnet"),
+        Variant::Fevga => include_bytes!("../../weights/fevga-v2.tnet"),
     }
 }
 
-/// The committed net of `variant` (parsed once), or `None` when no valid net is
+/// The committed nets of `variant` (parsed once), or `None` when no valid net is
 /// embedded.
 pub fn load_default(variant: Variant) -> Option<Arc<NetEvaluator>> {
     static CACHE: [OnceLock<Option<Arc<NetEvaluator>>>; 3] =
@@ -439,7 +580,7 @@ pub fn load_default(variant: Variant) -> Option<Arc<NetEvaluator>> {
             if bytes.is_empty() {
                 return None;
             }
-            Net::from_bytes(bytes)
+            Nets::from_bytes(bytes)
                 .ok()
                 .filter(|n| n.variant == variant)
                 .map(|n| Arc::new(NetEvaluator::new(n)))
@@ -463,49 +604,108 @@ mod tests {
         assert_eq!(fnv1a32(b"foobar"), 0xbf9c_f968);
     }
 
+    fn floats(set: InputSet, v: Variant, h: usize) -> usize {
+        set.count(v) * h + h + 4 * h + 4
+    }
+
     #[test]
     fn file_round_trip_is_bit_identical() {
+        let dir = std::env::temp_dir().join(format!("tnet-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
         for v in Variant::ALL {
-            let mut net = Net::new_random(v, 24, 7);
-            net.games = 12345;
-            let dir = std::env::temp_dir().join(format!("tnet-test-{}", std::process::id()));
-            std::fs::create_dir_all(&dir).unwrap();
+            let mut main = Net::new_random(v, InputSet::V2, 24, 7);
+            main.games = 12345;
+            let race = Net::new_random(v, InputSet::V1, 8, 8);
+            let nets = Nets {
+                variant: v,
+                generation: 2,
+                main,
+                race: Some(race),
+            };
             let path = dir.join(format!("{v}.tnet"));
-            net.save(&path).unwrap();
-            let back = Net::load(&path).unwrap();
-            assert_eq!(back, net);
+            nets.save(&path).unwrap();
+            let back = Nets::load(&path).unwrap();
+            assert_eq!(back, nets);
             let b = start(v);
-            let (y1, y2) = (net.eval_raw(&b), back.eval_raw(&b));
+            let (y1, y2) = (nets.eval_raw(&b), back.eval_raw(&b));
             assert_eq!(y1.map(f32::to_bits), y2.map(f32::to_bits));
             assert_eq!(
-                net.to_bytes().len(),
-                32 + 4 * (num_inputs(v) * 24 + 24 + 4 * 24 + 4) + 4
+                nets.to_bytes().len(),
+                24 + 32 + 4 * floats(InputSet::V2, v, 24) + 32 + 4 * floats(InputSet::V1, v, 8) + 4
             );
             std::fs::remove_file(&path).unwrap();
         }
     }
 
     #[test]
+    fn version_1_files_read_as_generation_1() {
+        for v in Variant::ALL {
+            let bytes = std::fs::read(format!("weights/{}-v1.tnet", v.name())).unwrap();
+            let nets = Nets::from_bytes(&bytes).unwrap();
+            assert_eq!((nets.variant, nets.generation), (v, 1));
+            assert_eq!(nets.main.input_set, InputSet::V1);
+            assert!(nets.race.is_none());
+            assert_eq!(
+                bytes.len(),
+                32 + 4 * floats(InputSet::V1, v, nets.main.hidden) + 4
+            );
+            assert_eq!(
+                NetEvaluator::new(nets).name(v),
+                format!("net-{}-v1", v.name())
+            );
+        }
+    }
+
+    #[test]
+    fn race_net_answers_race_positions_only() {
+        let v = Variant::Portes;
+        let main = Net::new_random(v, InputSet::V2, 8, 1);
+        let race = Net::new_random(v, InputSet::V2, 8, 2);
+        let nets = Nets {
+            variant: v,
+            generation: 2,
+            main: main.clone(),
+            race: Some(race.clone()),
+        };
+        let contact = start(v);
+        assert_eq!(nets.eval_raw(&contact), main.eval_raw(&contact));
+        let pos =
+            crate::rules::position_id::from_id("portes/w/6:5,5:5,4:5/19:5,20:5,21:5").unwrap();
+        let b = Board::from_position(&pos, Side::White);
+        assert_eq!(nets.eval_raw(&b), race.eval_raw(&b));
+    }
+
+    #[test]
     fn corrupt_files_are_rejected() {
-        let net = Net::new_random(Variant::Portes, 8, 1);
-        let good = net.to_bytes();
+        let nets = Nets::single(2, Net::new_random(Variant::Portes, InputSet::V2, 8, 1));
+        let good = nets.to_bytes();
         let mut bad = good.clone();
         bad[100] ^= 1;
         assert!(matches!(
-            Net::from_bytes(&bad),
+            Nets::from_bytes(&bad),
             Err(NetError::ChecksumMismatch { .. })
         ));
         let mut bad = good.clone();
         bad[0] = b'X';
-        assert_eq!(Net::from_bytes(&bad), Err(NetError::BadMagic));
+        assert_eq!(Nets::from_bytes(&bad), Err(NetError::BadMagic));
         let mut bad = good.clone();
-        bad[4] = 2;
-        assert_eq!(Net::from_bytes(&bad), Err(NetError::UnsupportedVersion(2)));
+        bad[4] = 3;
+        assert_eq!(Nets::from_bytes(&bad), Err(NetError::UnsupportedVersion(3)));
+        let mut bad = good.clone();
+        bad[28] = 9; // input set code of the first net
+        assert!(matches!(Nets::from_bytes(&bad), Err(NetError::BadShape(_))));
+        let mut bad = good.clone();
+        bad[16] = 3; // three nets
+        assert!(matches!(Nets::from_bytes(&bad), Err(NetError::BadShape(_))));
         assert!(matches!(
-            Net::from_bytes(&good[..good.len() - 8]),
+            Nets::from_bytes(&good[..good.len() - 8]),
             Err(NetError::BadLength { .. })
         ));
-        assert!(Net::from_bytes(&good).is_ok());
+        assert!(matches!(
+            Nets::from_bytes(&good[..20]),
+            Err(NetError::BadLength { .. })
+        ));
+        assert_eq!(Nets::from_bytes(&good), Ok(nets));
     }
 
     #[test]
@@ -522,36 +722,15 @@ mod tests {
     }
 
     #[test]
-    fn training_moves_outputs_towards_target() {
-        let mut net = Net::new_random(Variant::Plakoto, 16, 3);
-        let mut x = SparseInputs::default();
-        encode(Variant::Plakoto, &start(Variant::Plakoto), &mut x);
-        let target = [0.9, 0.3, 0.05, 0.02];
-        let before = net.forward(&x);
-        for _ in 0..200 {
-            net.train(&x, &target, 0.05);
-        }
-        let after = net.forward(&x);
-        for k in 0..4 {
-            assert!((after[k] - target[k]).abs() < (before[k] - target[k]).abs());
-            assert!((after[k] - target[k]).abs() < 0.02, "{k}: {after:?}");
-        }
-    }
-
-    #[test]
     fn embedded_nets_parse_when_present() {
         for v in Variant::ALL {
             if !default_bytes(v).is_empty() {
                 let e = load_default(v).expect("embedded net parses");
-                assert_eq!(e.net.variant, v);
-                assert_eq!(e.name(v), format!("net-{}-v1", v.name()));
+                assert_eq!(e.nets.variant, v);
+                assert_eq!(e.name(v), format!("net-{}-v{GENERATION}", v.name()));
                 let p = e.eval_board(v, &start(v));
                 assert!(p.win > 0.2 && p.win < 0.8, "{v}: {p:?}");
                 assert!(p.win_mars <= p.win && p.lose_mars <= p.lose());
-                // A trained net beats random play by far (about +1.9 points a game).
-                let me = crate::eval::td::GreedyPolicy(e.clone());
-                let r = crate::eval::td::play_match(v, &me, &crate::eval::td::RandomPolicy, 20, 3);
-                assert!(r.ppg() > 1.0, "{v}: {r:?}");
             }
         }
     }

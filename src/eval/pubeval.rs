@@ -14,10 +14,14 @@
 //! input (as in the original). Score = `w · x`, higher is better for the side that
 //! moved; the race weights apply when no contact remains.
 //!
-//! Deviation: the original chooses race or contact weights from the position
-//! *before* the move; an [`Evaluator`] sees only the position after it, so the
-//! choice is made there (in Portes contact never reappears, so this differs only on
-//! the move that breaks contact).
+//! Race or contact weights: the original chooses them from the position **before**
+//! the move, so that every candidate play of a roll is scored with the same weights.
+//! [`best_play`] does exactly that (it is how the `pubeval` player of the strength
+//! tool moves, like GNU Backgammon's `pub_best_move`). An [`Evaluator`] sees only the
+//! position after a play, so [`PubEval`] chooses the weights there; that differs on
+//! the plays that break contact, where it compares a race score with contact scores
+//! and runs its back checkers too early or too late (issue #9: it was marsed in
+//! 27.0% of games against the v1 net, gnubg-nn's pubeval in 21.6%).
 //!
 //! Output: `win = 1/2 + atan(score / 4) / π` for the side that moved, a monotone
 //! pseudo-probability good only for ranking plays (unlike a logistic it does not
@@ -26,8 +30,9 @@
 //! moved and are not comparable across positions, so use it at 0 plies (at 1 ply it
 //! plays much worse, see `docs/strength.md`).
 
-use super::{Evaluator, Probabilities};
+use crate::eval::{Evaluator, Probabilities};
 use crate::rules::board::{Board, BAR, OFF};
+use crate::rules::movegen::PlayResult;
 use crate::rules::Variant;
 
 /// Number of pubeval inputs.
@@ -91,10 +96,18 @@ pub fn portes_contact(b: &Board) -> bool {
 }
 
 /// Tesauro's score of `b` for **its mover** seen as the side that has just moved
-/// (pubeval's "computer"): the board after a play, before mirroring. Higher is better.
+/// (pubeval's "computer"): the board after a play, before mirroring, with the race
+/// or contact weights chosen on `b` itself. Higher is better.
 #[inline]
 pub fn score_after_move(b: &Board) -> f32 {
-    let w = if portes_contact(b) { &WC } else { &WR };
+    score_with(b, !portes_contact(b))
+}
+
+/// Tesauro's score of the board `b` after a play (its mover has just moved) with the
+/// race weights when `race`, else the contact weights.
+#[inline]
+pub fn score_with(b: &Board, race: bool) -> f32 {
+    let w = if race { &WR } else { &WC };
     let mut s = 0f32;
     // Block k describes own point 24 - k.
     for k in 0..24 {
@@ -117,6 +130,26 @@ pub fn score_after_move(b: &Board) -> f32 {
     s += w[120] * b.opp[BAR] as f32 * 0.5;
     s += w[121] * b.own[OFF] as f32 / 15.0;
     s
+}
+
+/// Tesauro's move choice among `plays` (the legal plays of `before` for one roll,
+/// Portes): the play with the highest score, every play scored with the race weights
+/// when `before` is a race and the contact weights otherwise; a play that ends the
+/// game is best (`pubeval.c` returns 99999999 for all checkers off). Ties keep the
+/// first play. `plays` must not be empty.
+pub fn best_play<P: PlayResult>(before: &Board, plays: &[P]) -> usize {
+    let race = !portes_contact(before);
+    let mut best = (f32::NEG_INFINITY, 0);
+    for (i, p) in plays.iter().enumerate() {
+        let s = match p.outcome(Variant::Portes) {
+            Some(_) => f32::INFINITY,
+            None => score_with(p.board(), race),
+        };
+        if s > best.0 {
+            best = (s, i);
+        }
+    }
+    best.1
 }
 
 /// Tesauro's pubeval as an [`Evaluator`] (name `pubeval`; Portes only).
@@ -181,5 +214,44 @@ mod tests {
         b3.opp[BAR] = 0;
         let d = score_after_move(&b2) - score_after_move(&b3);
         assert!((d - WC[120] * 0.5).abs() < 1e-5);
+    }
+
+    #[test]
+    fn best_play_scores_every_play_with_the_weights_before_the_move() {
+        use crate::rules::movegen::generate;
+        use crate::rules::position_id::from_gnubg_id;
+        use crate::rules::Dice;
+        // From GNU Backgammon Position ID 7wcAALgPAIkOAg with 6-3 (found by comparing
+        // with gnubg-nn's pub_best_move): White has one checker on the bar against a
+        // Black army in its home; entering with the 6 and running past it breaks
+        // contact. Before the move it is contact, so every play is scored with the
+        // contact weights and pubeval picks what gnubg-nn's pubeval picks.
+        let pos = from_gnubg_id("7wcAALgPAIkOAg", Side::White).unwrap();
+        let before = Board::from_position(&pos, Side::White);
+        assert!(portes_contact(&before));
+        let mut plays = Vec::new();
+        generate(
+            Variant::Portes,
+            &before,
+            Dice::new(6, 3).unwrap(),
+            &mut plays,
+        );
+        let i = best_play(&before, &plays);
+        assert_eq!(
+            crate::rules::position_id::gnubg_id_of_board(&plays[i].board),
+            "7wcAALgPABkdAA"
+        );
+        let want = plays
+            .iter()
+            .map(|p| score_with(&p.board, false))
+            .fold(f32::NEG_INFINITY, f32::max);
+        assert_eq!(score_with(&plays[i].board, false), want);
+        // Choosing the weights after each play instead picks another play here.
+        let after = (0..plays.len())
+            .max_by(|&a, &b| {
+                score_after_move(&plays[a].board).total_cmp(&score_after_move(&plays[b].board))
+            })
+            .unwrap();
+        assert_ne!(after, i);
     }
 }

@@ -171,7 +171,7 @@ pub struct RolloutReport {
     pub standard_errors: StandardErrors,
     /// True on the final report of a rollout that ran all its trials.
     pub done: bool,
-    /// The static evaluator that chose the plays (`net-portes-v1`, ...), or
+    /// The static evaluator that chose the plays (`net-portes-v2`, ...), or
     /// `game-over` / `bearoff-exact` when no play was needed.
     pub evaluator: String,
     /// The search depth that chose the plays.

@@ -22,11 +22,11 @@
 //! Players are built by name from a [`Registry`]; add an entry to [`Registry::standard`]
 //! to make a new evaluator available to the tool.
 
-use super::bearoff::BearoffDb;
 use super::heuristic::{Heuristic, RandomEvaluator};
-use super::pubeval::PubEval;
-use super::search::{outcome_probabilities, roll_weight, with_scratch, MoveFilter, Search};
-use super::{Evaluator, StopWhen, MAX_PLIES};
+use crate::eval::bearoff::BearoffDb;
+use crate::eval::pubeval::PubEval;
+use crate::eval::search::{outcome_probabilities, roll_weight, with_scratch, MoveFilter, Search};
+use crate::eval::{Evaluator, StopWhen, MAX_PLIES};
 use crate::rules::board::{Board, RelOutcome};
 use crate::rules::movegen::{generate_positions, play_outcome};
 use crate::rules::{Dice, Position, Side, Variant};
@@ -39,6 +39,13 @@ use std::sync::Arc;
 pub enum Strategy {
     /// A uniformly random legal play (its own random stream).
     Random,
+    /// Tesauro's pubeval move choice ([`crate::eval::pubeval::best_play`]: weights by
+    /// the position before the move, no bear-off database), the `pubeval` player at 0
+    /// plies; `eval` is [`PubEval`] (for the luck reference).
+    PubEval {
+        /// [`PubEval`] as an evaluator.
+        eval: Arc<dyn Evaluator>,
+    },
     /// The best play by the search (bear-off database, then `eval`, `plies` deep).
     Search {
         /// The static evaluator.
@@ -62,7 +69,7 @@ impl Player {
     pub fn evaluator(&self) -> Option<&Arc<dyn Evaluator>> {
         match &self.strategy {
             Strategy::Random => None,
-            Strategy::Search { eval, .. } => Some(eval),
+            Strategy::PubEval { eval } | Strategy::Search { eval, .. } => Some(eval),
         }
     }
 }
@@ -94,13 +101,13 @@ fn make_heuristic(v: Variant, _: Option<&str>) -> Result<Arc<dyn Evaluator>, Str
 }
 
 fn make_net(v: Variant, arg: Option<&str>) -> Result<Arc<dyn Evaluator>, String> {
-    use crate::eval::net::{load_default, Net, NetEvaluator};
+    use crate::eval::net::{load_default, NetEvaluator, Nets};
     match arg {
         None => load_default(v)
             .map(|n| n as Arc<dyn Evaluator>)
             .ok_or_else(|| format!("no committed net for {v}")),
         Some(path) => {
-            let net = Net::load(path).map_err(|e| format!("{path}: {e}"))?;
+            let net = Nets::load(path).map_err(|e| format!("{path}: {e}"))?;
             if net.variant != v {
                 return Err(format!("{path}: a {} net, not {v}", net.variant));
             }
@@ -116,7 +123,11 @@ impl Registry {
         Registry {
             entries: vec![
                 ("random", "a uniformly random legal play", None),
-                ("pubeval", "Tesauro's pubeval (Portes)", Some(make_pubeval)),
+                (
+                    "pubeval",
+                    "Tesauro's pubeval (Portes; at 0 plies its own move choice)",
+                    Some(make_pubeval),
+                ),
                 (
                     "heuristic",
                     "hand-written baseline (Plakoto, Fevga)",
@@ -162,6 +173,9 @@ impl Registry {
         };
         let strategy = match entry.2 {
             None => Strategy::Random,
+            Some(make) if name == "pubeval" && plies == 0 => Strategy::PubEval {
+                eval: make(variant, arg)?,
+            },
             Some(make) => Strategy::Search {
                 eval: make(variant, arg)?,
                 plies,
@@ -336,6 +350,7 @@ fn play_game(
         let player = players[mover.index()];
         let chosen = match &player.strategy {
             Strategy::Random => choice_rng.random_range(0..plays.len()),
+            Strategy::PubEval { .. } => crate::eval::pubeval::best_play(&board, &plays),
             Strategy::Search { eval, plies } => {
                 let s = search_of(variant, &**eval);
                 with_scratch(|sc| s.best_play(sc, &plays, *plies))
@@ -356,7 +371,7 @@ fn play_game(
         board = play.mirror(variant);
         mover = mover.opponent();
         if let Some((won, o)) = board.game_over_for_mover(variant) {
-            let p = super::search::game_over_probabilities(won, o);
+            let p = crate::eval::search::game_over_probabilities(won, o);
             let sign = if mover == Side::White { 1.0 } else { -1.0 };
             let pts = sign * p.equity();
             result.points = pts as i8;

@@ -17,9 +17,9 @@
 //! sides). After the game every visited board `s_t` is trained towards `G_t` with the
 //! cross-entropy gradient of the sigmoid outputs ([`Net::train`]).
 
-use super::inputs::{encode, SparseInputs};
-use super::net::{to_probabilities, Net, OUTPUTS};
-use super::{Evaluator, Probabilities};
+use crate::eval::inputs::SparseInputs;
+use crate::eval::net::{to_probabilities, Net, OUTPUTS};
+use crate::eval::{Evaluator, Probabilities};
 use crate::rules::board::{Board, RelOutcome};
 use crate::rules::movegen::{generate_positions, play_outcome, PlayResult};
 use crate::rules::{Dice, Position, Side, Variant};
@@ -118,6 +118,18 @@ impl Policy for GreedyPolicy {
     }
     fn label(&self, variant: Variant) -> String {
         self.0.name(variant)
+    }
+}
+
+/// Tesauro's pubeval move choice ([`crate::eval::pubeval::best_play`], Portes).
+pub struct PubEvalPolicy;
+
+impl Policy for PubEvalPolicy {
+    fn choose(&self, _: Variant, board: &Board, plays: &[Board], _: &mut ChaCha8Rng) -> usize {
+        crate::eval::pubeval::best_play(board, plays)
+    }
+    fn label(&self, _: Variant) -> String {
+        "pubeval".into()
     }
 }
 
@@ -294,7 +306,7 @@ impl Trainer {
             }
             let chosen = self.plays[best.1];
             let mut x = SparseInputs::default();
-            encode(variant, &board, &mut x);
+            self.net.encode(&board, &mut x);
             self.states.push(x);
             self.values.push(best.2);
             stats.plies = ply + 1;
@@ -342,6 +354,7 @@ pub fn start_probabilities(net: &Net) -> Probabilities {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::eval::inputs::InputSet;
     use crate::eval::net::NetEvaluator;
 
     #[test]
@@ -379,7 +392,7 @@ mod tests {
                 lambda: 0.7,
                 epsilon: 0.0,
             };
-            let net = Net::new_random(v, 8, 1);
+            let net = Net::new_random(v, InputSet::V2, 8, 1);
             let mut t1 = Trainer::new(net.clone(), cfg, 5);
             let mut t2 = Trainer::new(net.clone(), cfg, 5);
             for _ in 0..3 {
@@ -395,8 +408,22 @@ mod tests {
     }
 
     #[test]
+    fn embedded_nets_beat_random_play() {
+        for v in Variant::ALL {
+            if let Some(e) = crate::eval::net::load_default(v) {
+                // A trained net beats random play by far (about +1.9 points a game).
+                let r = play_match(v, &GreedyPolicy(e), &RandomPolicy, 20, 3);
+                assert!(r.ppg() > 1.0, "{v}: {r:?}");
+            }
+        }
+    }
+
+    #[test]
     fn greedy_net_policy_plays_legal_games() {
-        let e = Arc::new(NetEvaluator::new(Net::new_random(Variant::Fevga, 8, 9)));
+        let e = Arc::new(NetEvaluator::single(
+            2,
+            Net::new_random(Variant::Fevga, InputSet::V2, 8, 9),
+        ));
         let r = play_match(Variant::Fevga, &GreedyPolicy(e), &RandomPolicy, 4, 1);
         assert_eq!(r.games, 4);
         assert_eq!(r.wins + r.losses + r.draws, 4);

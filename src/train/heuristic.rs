@@ -24,7 +24,7 @@
 //!   penalty for stacks of more than 3 checkers outside the start point; a bonus for
 //!   home points held.
 
-use super::{Evaluator, Probabilities};
+use crate::eval::{Evaluator, Probabilities};
 use crate::rules::board::{flip_index, Board, OFF};
 use crate::rules::Variant;
 

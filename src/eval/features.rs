@@ -1,0 +1,553 @@
+//! Hand-made board features of one side, the extra inputs of the v2 nets
+//! ([`super::inputs::InputSet::V2`]).
+//!
+//! The idea is GNU Backgammon's contact inputs (Berliner's features as used in its
+//! `eval.c`: pip counts, escapes of the back checker, containment, shots, home board
+//! points, pips to break contact), written anew for the three Tavli variants with one
+//! rule for "closed point" per variant (R4, R5.3, R8.1) and Plakoto's pins and mothers
+//! (R5). Every feature is computed for the **own** side of a mover-relative [`Board`]
+//! (the side that moves from own 24 towards own 1); the v2 encoding takes them for the
+//! mover on the board and for the opponent on the mirrored board.
+//!
+//! Shots and escapes are counted over the 36 rolls bit-parallel: a `u32` holds one
+//! bit per own point (bit `i` = own point `i`, bit 25 = the bar), a die `d` moves every
+//! checker of a mask at once by `mask >> d`, and a landing is kept when its point is
+//! open. Like GNU Backgammon's, these counts are estimates of the next roll, not exact
+//! move generation: they ignore the maximum-dice and larger-die rules (R3), the
+//! Fevga first-checker rule (R8.2) and who else must move first.
+
+use crate::rules::board::{Board, BAR};
+use crate::rules::Variant;
+
+/// Number of features per side ([`side_features`]).
+pub const SIDE_FEATURES: usize = 20;
+
+/// Bits of own points 1..=24.
+const POINTS_MASK: u32 = 0x01ff_fffe;
+
+/// The 21 rolls as `(high, low, weight in 36ths)`.
+const ROLLS: [(u32, u32, u32); 21] = {
+    let mut t = [(0u32, 0u32, 0u32); 21];
+    let mut k = 0;
+    let mut h = 1;
+    while h <= 6 {
+        let mut l = 1;
+        while l <= h {
+            t[k] = (h, l, if h == l { 1 } else { 2 });
+            k += 1;
+            l += 1;
+        }
+        h += 1;
+    }
+    t
+};
+
+/// Bits `i` (0..=25) of the indices where `counts[i] >= k`.
+#[inline(always)]
+fn mask_ge(counts: &[u8; 26], k: u8) -> u32 {
+    let mut m = 0u32;
+    for (i, &c) in counts.iter().enumerate() {
+        m |= ((c >= k) as u32) << i;
+    }
+    m
+}
+
+/// The point masks of a board that the features read, all in own numbering (bits
+/// 1..=24).
+#[derive(Clone, Copy, Debug)]
+struct Masks {
+    /// Points where the own side may not land: R4 Portes 2+ opposing checkers; R5.3
+    /// Plakoto 2+ opposing checkers or one that pins an own checker; R8.1 Fevga any
+    /// opposing checker.
+    closed_to_own: u32,
+    /// Points where the opponent may not land (the same rules from its side).
+    closed_to_opp: u32,
+    /// Points with a free own checker (they can move).
+    own_free: u32,
+    /// Opposing checkers the own side could hit (Portes, R4) or pin (Plakoto, R5.1):
+    /// a single free checker that pins nothing. None in Fevga.
+    targets: u32,
+    /// Own blots: a single free checker that pins nothing (none in Fevga).
+    blots: u32,
+    /// Points with any opposing checker, pinned ones included.
+    opp_any: u32,
+}
+
+#[inline(always)]
+fn masks(variant: Variant, b: &Board) -> Masks {
+    let (own1, own2) = (
+        mask_ge(&b.own, 1) & POINTS_MASK,
+        mask_ge(&b.own, 2) & POINTS_MASK,
+    );
+    let (opp1, opp2) = (
+        mask_ge(&b.opp, 1) & POINTS_MASK,
+        mask_ge(&b.opp, 2) & POINTS_MASK,
+    );
+    let (own_eq1, opp_eq1) = (own1 & !own2, opp1 & !opp2);
+    let (own_pin, opp_pin) = (b.own_pinned & POINTS_MASK, b.opp_pinned & POINTS_MASK);
+    let (closed_to_own, closed_to_opp, targets, blots) = match variant {
+        Variant::Portes => (opp2, own2, opp_eq1, own_eq1),
+        Variant::Plakoto => (
+            opp2 | own_pin,
+            own2 | opp_pin,
+            opp_eq1 & !own_pin,
+            own_eq1 & !opp_pin,
+        ),
+        Variant::Fevga => (opp1, own1, 0, 0),
+    };
+    Masks {
+        closed_to_own,
+        closed_to_opp,
+        own_free: own1,
+        targets,
+        blots,
+        opp_any: opp1 | opp_pin,
+    }
+}
+
+/// Own points (bits 1..=24) where the own side may not land (see [`side_features`]).
+#[inline]
+pub fn closed_to_own(variant: Variant, b: &Board) -> u32 {
+    masks(variant, b).closed_to_own
+}
+
+/// Own points (bits 1..=24) where the opponent may not land, in own numbering.
+#[inline]
+pub fn closed_to_opp(variant: Variant, b: &Board) -> u32 {
+    masks(variant, b).closed_to_opp
+}
+
+/// Whether bit `12 - d` of the escape window `w` is clear (the point `d` pips ahead
+/// is open).
+const fn window_open(w: u32, d: u32) -> bool {
+    w >> (12 - d) & 1 == 0
+}
+
+/// `ESCAPES[w]`: rolls (in 36ths) on which a checker plays both dice (a double: two
+/// of its steps) when bit `12 - d` of `w` says whether the point `d` pips ahead
+/// (1..=12) is closed: at least one single-die landing open and the two-dice landing
+/// open.
+const ESCAPES: [u8; 4096] = {
+    let mut t = [0u8; 4096];
+    let mut w = 0;
+    while w < 4096 {
+        let mut n = 0u8;
+        let mut k = 0;
+        while k < 21 {
+            let (h, l, wt) = ROLLS[k];
+            let ok = if h == l {
+                window_open(w, h) && window_open(w, 2 * h)
+            } else {
+                (window_open(w, h) || window_open(w, l)) && window_open(w, h + l)
+            };
+            if ok {
+                n += wt as u8;
+            }
+            k += 1;
+        }
+        t[w as usize] = n;
+        w += 1;
+    }
+    t
+};
+
+/// Landings of one roll: the points (bits 1..=24) some own checker can reach with
+/// the first die, both dice, or (doubles) up to four steps, every landing open.
+/// `src` holds the movable checkers' points (bit 25 = the bar); `bar` is the number of
+/// own checkers on the bar, which must enter first (Portes, R4).
+#[inline(always)]
+fn landings(src: u32, open: u32, bar: u8, hi: u32, lo: u32) -> u32 {
+    let free = src & POINTS_MASK;
+    if hi != lo {
+        let mut all = 0u32;
+        for (x, y) in [(hi, lo), (lo, hi)] {
+            match bar {
+                0 => {
+                    let first = (free >> x) & open;
+                    all |= first | ((first >> y) & open) | ((free >> y) & open);
+                }
+                1 => {
+                    let entry = (1u32 << 25 >> x) & open;
+                    if entry != 0 {
+                        all |= entry | (((free | entry) >> y) & open);
+                    }
+                }
+                _ => all |= ((1u32 << 25 >> x) & open) | ((1u32 << 25 >> y) & open),
+            }
+        }
+        all
+    } else {
+        let d = hi;
+        let entered = bar.min(4) as u32;
+        let (mut reach, steps) = if bar > 0 {
+            let entry = (1u32 << 25 >> d) & open;
+            if entry == 0 {
+                return 0;
+            }
+            (free | entry, 4 - entered)
+        } else {
+            (free, 4)
+        };
+        let mut all = if bar > 0 { (1u32 << 25 >> d) & open } else { 0 };
+        // Chains of steps from any own checker (several checkers may share the four).
+        for _ in 0..steps {
+            reach = (reach >> d) & open;
+            all |= reach;
+            if reach == 0 {
+                break;
+            }
+        }
+        all
+    }
+}
+
+/// Rolls (in 36ths) on which a checker on own point `p` (25 = bar) can play both
+/// dice (a double: two of its steps) without landing on a closed point; landings past
+/// own 1 count as open (escaped).
+#[inline(always)]
+fn escapes(p: usize, closed: u32) -> u32 {
+    // Bit j of the window is the point p - 12 + j (points below 1 are open).
+    let w = (((closed & POINTS_MASK) as u64) << 12 >> p) & 0xfff;
+    ESCAPES[w as usize] as u32
+}
+
+/// Length of the longest run of consecutive set bits of `m`.
+#[inline(always)]
+fn longest_run(mut m: u32) -> u32 {
+    let mut n = 0;
+    while m != 0 {
+        m &= m >> 1;
+        n += 1;
+    }
+    n
+}
+
+/// Pip count of the start position: Portes 167, Plakoto and Fevga 360.
+#[inline]
+fn start_pips(variant: Variant) -> f32 {
+    match variant {
+        Variant::Portes => 167.0,
+        _ => 360.0,
+    }
+}
+
+/// The [`SIDE_FEATURES`] features of the **own** side of `b` (game not over), in this
+/// order (scales in brackets; R-sections give the rule each one reads):
+///
+/// | k | feature |
+/// |---|---|
+/// | 0 | pip count ÷ the start's (Portes 167, others 360) |
+/// | 1 | rearmost own checker's point ÷ 25 (bar = 25; pinned ones count) |
+/// | 2 | rolls (÷ 36) on which the rearmost free checker can play both dice (escapes) |
+/// | 3 | longest run of points closed to us in front of that checker ÷ 6 (capped at 1) |
+/// | 4 | rolls (÷ 36) that hit (R4) or pin (R5.1) at least one opposing checker (shots) |
+/// | 5 | rolls (÷ 36) that reach at least two different such targets |
+/// | 6 | own checkers outside home (own 7..=24 and bar) ÷ 15 |
+/// | 7 | pips to bring them all home (Σ (point − 6)) ÷ 100: the way to save a mars (R7) |
+/// | 8 | own blots (a single free checker that pins nothing; none in Fevga) ÷ 5 |
+/// | 9 | home points (own 1..=6) closed to the opponent ÷ 6 |
+/// | 10 | pips to break contact ÷ 152 (Portes, Plakoto: Σ over own checkers behind the opponent's rearmost of the distance to it) |
+/// | 11 | points of our entry quarter (own 19..=24) closed to us ÷ 6 |
+/// | 12 | own checkers pinned ÷ 3 (Plakoto, R5.1) |
+/// | 13 | Plakoto: our mother stands alone and free on own 24 (one pin away from losing 2 points, R5.5) |
+/// | 14 | Plakoto: rolls (÷ 36) on which we can pin the opponent's lone mother on own 1 |
+/// | 15 | own checkers still on own 24 (the start) ÷ 15 |
+/// | 16 | pips the opponent loses to our hits: Σ over rolls of the farthest target hit (its distance from its start) ÷ (36 · 24) |
+/// | 17 | containment of our outer checkers: over own 13..=24, the most rolls (÷ 36) that fail to escape (see 2) from one point |
+/// | 18 | mobility: Σ over own checkers outside home of (escapes ÷ 36) × (point − 6), ÷ 100 |
+/// | 19 | our most advanced anchor in the opponent's home (own 19..=24, a point closed to it): (point − 18) ÷ 6, else 0 |
+pub fn side_features(variant: Variant, b: &Board, out: &mut [f32; SIDE_FEATURES]) {
+    side_features_inline(variant, b, out)
+}
+
+/// [`side_features`], always inlined (into the encoder compiled for AVX2).
+#[inline(always)]
+pub(crate) fn side_features_inline(variant: Variant, b: &Board, out: &mut [f32; SIDE_FEATURES]) {
+    let m = masks(variant, b);
+    let open = !m.closed_to_own & POINTS_MASK;
+    // Counts with the pinned checkers (R5.4: a pinned checker counts where it stands).
+    let mut n = [0u32; 25];
+    for (i, c) in n.iter_mut().enumerate().skip(1) {
+        *c = b.own[i] as u32 + (b.own_pinned >> i & 1);
+    }
+    let (mut pips, mut out_home, mut to_home) = (0u32, 0u32, 0u32);
+    for (i, &c) in n.iter().enumerate().skip(1) {
+        pips += i as u32 * c;
+    }
+    for (i, &c) in n.iter().enumerate().skip(7) {
+        out_home += c;
+        to_home += (i as u32 - 6) * c;
+    }
+    let occupied = m.own_free | (b.own_pinned & POINTS_MASK);
+    let bar = b.own[BAR];
+    let (rear, rear_free) = if bar > 0 {
+        pips += 25 * bar as u32;
+        out_home += bar as u32;
+        to_home += 19 * bar as u32;
+        (25, 25)
+    } else {
+        (highest(occupied), highest(m.own_free))
+    };
+    // Escapes and the blockade in front of the rearmost free checker.
+    let (esc, run) = if rear_free > 0 {
+        let front = m.closed_to_own & ((1u32 << rear_free) - 1);
+        (
+            escapes(rear_free, m.closed_to_own),
+            longest_run(front).min(6),
+        )
+    } else {
+        (36, 0)
+    };
+    // Shots, and shots at the opponent's lone mother: the opponent's start is own 1
+    // (R1), its lone free checker there is its mother (R5.5).
+    let mother = if variant == Variant::Plakoto {
+        m.targets & 2
+    } else {
+        0
+    };
+    let (mut p1, mut p2, mut pm, mut loss) = (0u32, 0u32, 0u32, 0u32);
+    if m.targets != 0 {
+        let src = m.own_free | if bar > 0 { 1 << 25 } else { 0 };
+        for &(h, l, w) in &ROLLS {
+            let hit = landings(src, open, bar, h, l) & m.targets;
+            p1 += w * (hit != 0) as u32;
+            p2 += w * (hit.count_ones() >= 2) as u32;
+            pm += w * (hit & mother != 0) as u32;
+            // A target on own point t has come t pips from its start (R1).
+            loss += w * highest(hit) as u32;
+        }
+    }
+    // Containment and mobility.
+    let mut worst = 0u32;
+    for i in 13..=24 {
+        worst = worst.max(36 - escapes(i, m.closed_to_own));
+    }
+    let mut mobility = 19 * bar as u32 * escapes(25, m.closed_to_own);
+    for (i, &c) in n.iter().enumerate().skip(7) {
+        if c > 0 {
+            mobility += c * (i as u32 - 6) * escapes(i, m.closed_to_own);
+        }
+    }
+    let anchor = highest(m.closed_to_opp >> 18 & 0x7e);
+    // Break contact: own checkers behind the opponent's rearmost checker, which is at
+    // the lowest own index holding one (its bar counts as 0).
+    let brk = if variant == Variant::Fevga {
+        0
+    } else {
+        let opp_min = if b.opp[BAR] > 0 {
+            0
+        } else if m.opp_any == 0 {
+            25
+        } else {
+            m.opp_any.trailing_zeros() as usize
+        };
+        let mut s = 25u32.saturating_sub(opp_min as u32) * bar as u32;
+        for (i, &c) in n.iter().enumerate().skip(opp_min + 1) {
+            s += (i - opp_min) as u32 * c;
+        }
+        s
+    };
+    let home_closed = (m.closed_to_opp & 0x7e).count_ones();
+    let entry_closed = (m.closed_to_own >> 19 & 0x3f).count_ones();
+    let pinned = (b.own_pinned & POINTS_MASK).count_ones();
+    let mother_alone = variant == Variant::Plakoto && b.own[24] == 1 && b.own_pinned >> 24 & 1 == 0;
+    *out = [
+        pips as f32 / start_pips(variant),
+        rear as f32 / 25.0,
+        esc as f32 / 36.0,
+        run as f32 / 6.0,
+        p1 as f32 / 36.0,
+        p2 as f32 / 36.0,
+        out_home as f32 / 15.0,
+        to_home as f32 / 100.0,
+        m.blots.count_ones() as f32 / 5.0,
+        home_closed as f32 / 6.0,
+        brk as f32 / 152.0,
+        entry_closed as f32 / 6.0,
+        pinned as f32 / 3.0,
+        mother_alone as u32 as f32,
+        pm as f32 / 36.0,
+        n[24] as f32 / 15.0,
+        loss as f32 / (36.0 * 24.0),
+        worst as f32 / 36.0,
+        mobility as f32 / 3600.0,
+        anchor as f32 / 6.0,
+    ];
+}
+
+/// The highest set bit of `m` (0 when empty).
+#[inline(always)]
+fn highest(m: u32) -> usize {
+    if m == 0 {
+        0
+    } else {
+        31 - m.leading_zeros() as usize
+    }
+}
+
+/// True while the two sides can still meet: some checker of one side has an opposing
+/// checker ahead of it on its path (bar and pinned checkers included). Without contact
+/// the game is a race.
+#[inline]
+pub fn has_contact(variant: Variant, b: &Board) -> bool {
+    fn behind(b: &Board) -> bool {
+        if b.own[BAR] > 0 || b.opp[BAR] > 0 || (b.own_pinned | b.opp_pinned) != 0 {
+            return true;
+        }
+        let own_back = (1..=24).rev().find(|&i| b.own[i] > 0).unwrap_or(0);
+        let opp_front = (1..=24).find(|&i| b.opp[i] > 0).unwrap_or(25);
+        opp_front < own_back
+    }
+    match variant {
+        Variant::Fevga => behind(b) || behind(&b.mirror(variant)),
+        _ => behind(b),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rules::movegen::generate;
+    use crate::rules::position_id::from_id;
+    use crate::rules::{Dice, Position, Side};
+
+    fn board(id: &str) -> Board {
+        let pos = from_id(id).unwrap();
+        Board::from_position(&pos, pos.turn)
+    }
+
+    fn feats(v: Variant, b: &Board) -> [f32; SIDE_FEATURES] {
+        let mut f = [0.0; SIDE_FEATURES];
+        side_features(v, b, &mut f);
+        f
+    }
+
+    /// Rolls (in 36ths) on which some legal play hits or pins, by the move generator;
+    /// with `only` the hit must land on that own point.
+    fn exact_shots(v: Variant, b: &Board, only: Option<u8>) -> u32 {
+        let mut plays = Vec::new();
+        let mut n = 0;
+        for &(h, l, w) in &ROLLS {
+            plays.clear();
+            generate(v, b, Dice::new(h as u8, l as u8).unwrap(), &mut plays);
+            let hits = plays.iter().any(|p| {
+                p.moves()
+                    .iter()
+                    .any(|m| m.hit && only.is_none_or(|o| m.to == o))
+            });
+            n += w * hits as u32;
+        }
+        n
+    }
+
+    #[test]
+    fn roll_table_weights_sum_to_36() {
+        assert_eq!(ROLLS.iter().map(|r| r.2).sum::<u32>(), 36);
+        assert_eq!(ESCAPES[0], 36, "nothing closed");
+        assert_eq!(ESCAPES[0xfff], 0, "twelve closed points");
+    }
+
+    #[test]
+    fn portes_start_features() {
+        let b = Board::from_position(&Position::start(Variant::Portes, Side::White), Side::White);
+        let f = feats(Variant::Portes, &b);
+        assert_eq!(f[0], 1.0, "167 pips");
+        assert_eq!(f[1], 24.0 / 25.0);
+        // The back checkers on 24 face closed points 19, 17 and 12 (and 1). Failing
+        // rolls: 5-5 (19), 6-6 (18 then 12), 4-1 (19), 6-1 (17), 3-2 (19), 5-2 (17),
+        // 4-3 (17): 2 + 10 = 12 of 36.
+        assert_eq!(f[2], 24.0 / 36.0);
+        assert_eq!(f[3], 1.0 / 6.0, "no two closed points in a row before 24");
+        assert_eq!(f[4], 0.0, "no blots to hit");
+        assert_eq!(f[6], 10.0 / 15.0);
+        // Pips to home: 2 × 18 + 5 × 7 + 3 × 2.
+        assert_eq!(f[7], (36.0 + 35.0 + 6.0) / 100.0);
+        assert_eq!(f[8], 0.0);
+        assert_eq!(f[9], 1.0 / 6.0, "the 6-point");
+        // Break contact: the opponent's rearmost are on own 1: Σ (i − 1) per checker
+        // = 2 × 23 + 5 × 12 + 3 × 7 + 5 × 5 = 152 (GNU Backgammon's normaliser).
+        assert_eq!(f[10], 1.0);
+        assert_eq!(f[11], 1.0 / 6.0, "the opponent's 6-point is own 19");
+        assert!(has_contact(Variant::Portes, &b));
+    }
+
+    #[test]
+    fn shots_agree_with_the_move_generator() {
+        // R4 hits: a Black blot 1, 3 and 8 pips from White's checkers.
+        let b = board("portes/w/13:2,8:2,6:11/5:1,19:14");
+        let f = feats(Variant::Portes, &b);
+        let exact = exact_shots(Variant::Portes, &b, None);
+        assert!(exact > 20, "{exact}");
+        assert_eq!(f[4], exact as f32 / 36.0);
+        assert_eq!(f[5], 0.0, "one target");
+        // R4 from the bar: one White checker on the bar, a Black blot on printed 20
+        // (enter with a 5) and on printed 10.
+        let b = board("portes/w/bar:1,13:2,6:12/20:1,10:1,1:13");
+        assert_eq!(
+            feats(Variant::Portes, &b)[4],
+            exact_shots(Variant::Portes, &b, None) as f32 / 36.0
+        );
+        // R5.1 pins: a Black blot on printed 4, White checkers 2, 5 and 9 pips away.
+        let b = board("plakoto/w/13:3,9:2,6:10/4:1,1:2,19:12");
+        assert_eq!(
+            feats(Variant::Plakoto, &b)[4],
+            exact_shots(Variant::Plakoto, &b, None) as f32 / 36.0
+        );
+    }
+
+    #[test]
+    fn pip_loss_containment_mobility_anchor() {
+        // One target on own 5: every hitting roll costs the opponent 5 pips.
+        let b = board("portes/w/13:2,8:2,6:11/5:1,19:14");
+        let f = feats(Variant::Portes, &b);
+        assert!((f[16] - f[4] * 36.0 * 5.0 / (36.0 * 24.0)).abs() < 1e-6);
+        // Black holds printed (= White's own) 13..18: a full prime before own 19, so
+        // from there no roll escapes; White's two on 20 are an anchor in Black's home.
+        let b = board("portes/w/20:2,8:1,6:12/18:2,17:2,16:2,15:2,14:2,13:2,1:3");
+        let f = feats(Variant::Portes, &b);
+        assert_eq!(f[17], 1.0);
+        assert_eq!(f[19], 2.0 / 6.0);
+        // Nothing ahead of a lone checker on own 8: 36 escapes, 2 pips from home.
+        let b = board("portes/w/8:1,6:14/19:15");
+        let f = feats(Variant::Portes, &b);
+        assert_eq!(f[18], 36.0 * 2.0 / 3600.0);
+        assert_eq!(f[19], 0.0);
+    }
+
+    #[test]
+    fn plakoto_mother_features() {
+        // White's mother alone on 24; Black's mother alone on 1, White checkers on 3
+        // and 6 (2 and 5 pips away).
+        let b = board("plakoto/w/24:1,6:10,3:4/1:1,19:14");
+        let f = feats(Variant::Plakoto, &b);
+        assert_eq!(f[13], 1.0, "our mother alone");
+        // A 2 or a 5 (20 rolls), 1-1 from 3, 4-1 from 6 (6/2/1 or 6/5/1): 23.
+        assert_eq!(f[14], 23.0 / 36.0);
+        assert_eq!(exact_shots(Variant::Plakoto, &b, Some(1)), 23);
+        assert_eq!(f[15], 1.0 / 15.0);
+        assert_eq!(
+            feats(Variant::Plakoto, &b.mirror(Variant::Plakoto))[13],
+            1.0
+        );
+    }
+
+    #[test]
+    fn fevga_blockade_and_contact() {
+        let b = Board::from_position(&Position::start(Variant::Fevga, Side::White), Side::White);
+        let f = feats(Variant::Fevga, &b);
+        assert_eq!(f[4], 0.0, "no hitting in Fevga");
+        assert_eq!(f[15], 1.0);
+        assert_eq!(f[0], 1.0, "360 pips");
+        // The opponent's stack on own 12 is the one closed point ahead of own 24.
+        assert_eq!(f[3], 1.0 / 6.0);
+        assert!(has_contact(Variant::Fevga, &b));
+    }
+
+    #[test]
+    fn race_has_no_contact() {
+        let b = board("portes/w/6:5,5:5,4:5/19:5,20:5,21:5");
+        assert!(!has_contact(Variant::Portes, &b));
+        let b = board("portes/w/20:1,6:4,5:5,4:5/19:5,21:5,22:5");
+        assert!(has_contact(Variant::Portes, &b));
+    }
+}

@@ -1,0 +1,189 @@
+//! Training side of [`Net`]: random initialisation and the stochastic gradient step
+//! (cross-entropy of the sigmoid outputs, plain SGD). The runtime forward pass and the
+//! file format stay in [`crate::eval::net`].
+
+use crate::eval::inputs::{InputSet, SparseInputs};
+use crate::eval::net::{dot, sigmoid, Net, MAX_HIDDEN, OUTPUTS};
+use crate::rules::Variant;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+impl Net {
+    /// A fresh net reading `input_set` with small random weights (He-style for the
+    /// ~40 active inputs), deterministic from `seed`. Panics when `hidden` is 0 or
+    /// above [`MAX_HIDDEN`].
+    pub fn new_random(variant: Variant, input_set: InputSet, hidden: usize, seed: u64) -> Net {
+        assert!((1..=MAX_HIDDEN).contains(&hidden), "hidden must be 1..=256");
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let n = input_set.count(variant);
+        let a1 = (6.0f32 / 40.0).sqrt();
+        let a2 = (6.0f32 / hidden as f32).sqrt() * 0.5;
+        Net {
+            variant,
+            input_set,
+            hidden,
+            w1: (0..n * hidden).map(|_| rng.random_range(-a1..a1)).collect(),
+            b1: vec![0.0; hidden],
+            w2: (0..OUTPUTS * hidden)
+                .map(|_| rng.random_range(-a2..a2))
+                .collect(),
+            b2: [0.0, -2.0, -2.0, -4.0],
+            games: 0,
+        }
+    }
+
+    /// The same net reading `input_set` with `hidden` units: the inputs it has keep
+    /// their weights (V1 inputs, then its features of each side), new inputs start at
+    /// weight 0, new hidden units get small random input weights (from `seed`) and
+    /// output weights 0. So the widened net computes exactly what this one does, and a
+    /// fit goes on from there (a warm start of a v2 net from a v1 net). Panics when
+    /// `input_set` has fewer features or `hidden` is smaller or above [`MAX_HIDDEN`].
+    pub fn widen(&self, input_set: InputSet, hidden: usize, seed: u64) -> Net {
+        let (k0, k1) = (self.input_set.features(), input_set.features());
+        assert!(k1 >= k0, "cannot drop features");
+        assert!(
+            (self.hidden..=MAX_HIDDEN).contains(&hidden),
+            "hidden must not shrink"
+        );
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let base = crate::eval::inputs::num_inputs(self.variant);
+        let n1 = input_set.count(self.variant);
+        let (h0, h1) = (self.hidden, hidden);
+        let a1 = 0.1 * (6.0f32 / 40.0).sqrt();
+        let mut w1 = vec![0.0f32; n1 * h1];
+        for (j, row) in w1.chunks_exact_mut(h1).enumerate() {
+            // The old input of new input j, if any.
+            let old = if j < base {
+                Some(j)
+            } else if j < base + k1 {
+                (j - base < k0).then_some(j)
+            } else {
+                let f = j - base - k1;
+                (f < k0).then_some(base + k0 + f)
+            };
+            if let Some(o) = old {
+                row[..h0].copy_from_slice(&self.w1[o * h0..(o + 1) * h0]);
+            }
+            for w in &mut row[h0..] {
+                *w = rng.random_range(-a1..a1);
+            }
+        }
+        let mut b1 = self.b1.clone();
+        b1.resize(h1, 0.0);
+        let mut w2 = vec![0.0f32; OUTPUTS * h1];
+        for k in 0..OUTPUTS {
+            w2[k * h1..k * h1 + h0].copy_from_slice(&self.w2[k * h0..(k + 1) * h0]);
+        }
+        Net {
+            variant: self.variant,
+            input_set,
+            hidden: h1,
+            w1,
+            b1,
+            w2,
+            b2: self.b2,
+            games: self.games,
+        }
+    }
+
+    /// One stochastic gradient step of the cross-entropy between the sigmoid outputs
+    /// and `target` (each in `[0, 1]`; the draw target is ignored outside Plakoto),
+    /// with step size `alpha`. Returns the outputs before the step.
+    pub fn train(&mut self, x: &SparseInputs, target: &[f32; OUTPUTS], alpha: f32) -> [f32; 4] {
+        let hn = self.hidden;
+        let mut pre = [0.0f32; MAX_HIDDEN];
+        let mut act = [0.0f32; MAX_HIDDEN];
+        self.hidden_pre(x, &mut pre[..hn]);
+        for (a, &p) in act[..hn].iter_mut().zip(&pre[..hn]) {
+            *a = p.max(0.0);
+        }
+        let mut y = [0.0; OUTPUTS];
+        let mut e = [0.0; OUTPUTS];
+        for k in 0..OUTPUTS {
+            let w = &self.w2[k * hn..(k + 1) * hn];
+            y[k] = sigmoid(self.b2[k] + dot(w, &act[..hn]));
+            e[k] = target[k] - y[k];
+        }
+        if self.variant != Variant::Plakoto {
+            e[3] = 0.0;
+        }
+        // Back-propagate through the old output weights.
+        let mut dh = [0.0f32; MAX_HIDDEN];
+        for (k, &ek) in e.iter().enumerate() {
+            let w = &self.w2[k * hn..(k + 1) * hn];
+            for (d, &wk) in dh[..hn].iter_mut().zip(w) {
+                *d += ek * wk;
+            }
+        }
+        for (d, &p) in dh[..hn].iter_mut().zip(&pre[..hn]) {
+            *d = if p > 0.0 { *d * alpha } else { 0.0 };
+        }
+        for (k, &ek) in e.iter().enumerate() {
+            let g = alpha * ek;
+            self.b2[k] += g;
+            let w = &mut self.w2[k * hn..(k + 1) * hn];
+            for (wk, &a) in w.iter_mut().zip(&act[..hn]) {
+                *wk += g * a;
+            }
+        }
+        for (b, &d) in self.b1.iter_mut().zip(&dh[..hn]) {
+            *b += d;
+        }
+        for (j, v) in x.iter() {
+            let col = &mut self.w1[j * hn..(j + 1) * hn];
+            for (w, &d) in col.iter_mut().zip(&dh[..hn]) {
+                *w += v * d;
+            }
+        }
+        y
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rules::board::Board;
+    use crate::rules::{Position, Side};
+
+    fn start(v: Variant) -> Board {
+        Board::from_position(&Position::start(v, Side::White), Side::White)
+    }
+
+    #[test]
+    fn training_moves_outputs_towards_target() {
+        let mut net = Net::new_random(Variant::Plakoto, InputSet::V2, 16, 3);
+        let mut x = SparseInputs::default();
+        net.encode(&start(Variant::Plakoto), &mut x);
+        let target = [0.9, 0.3, 0.05, 0.02];
+        let before = net.forward(&x);
+        for _ in 0..200 {
+            net.train(&x, &target, 0.05);
+        }
+        let after = net.forward(&x);
+        for k in 0..4 {
+            assert!((after[k] - target[k]).abs() < (before[k] - target[k]).abs());
+            assert!((after[k] - target[k]).abs() < 0.02, "{k}: {after:?}");
+        }
+    }
+
+    #[test]
+    fn widened_net_computes_the_same() {
+        for v in Variant::ALL {
+            let net = Net::new_random(v, InputSet::V1, 24, 4);
+            let b = start(v);
+            let mut x = SparseInputs::default();
+            for (set, h) in [(InputSet::V1, 24), (InputSet::V2, 40)] {
+                let wide = net.widen(set, h, 9);
+                assert_eq!(
+                    (wide.input_set, wide.hidden, wide.inputs()),
+                    (set, h, set.count(v))
+                );
+                wide.encode(&b, &mut x);
+                let (y0, y1) = (net.eval_raw(&b), wide.forward(&x));
+                for k in 0..OUTPUTS {
+                    assert!((y0[k] - y1[k]).abs() < 1e-6, "{v} {set:?}: {y0:?} {y1:?}");
+                }
+            }
+        }
+    }
+}
