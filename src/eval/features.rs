@@ -16,7 +16,7 @@
 //! move generation: they ignore the maximum-dice and larger-die rules (R3), the
 //! Fevga first-checker rule (R8.2) and who else must move first.
 
-use crate::rules::board::{Board, BAR};
+use crate::rules::board::{below_mask, Board, BAR};
 use crate::rules::Variant;
 
 /// Number of features per side ([`side_features`]).
@@ -42,16 +42,6 @@ const ROLLS: [(u32, u32, u32); 21] = {
     t
 };
 
-/// Bits `i` (0..=25) of the indices where `counts[i] >= k`.
-#[inline(always)]
-fn mask_ge(counts: &[u8; 26], k: u8) -> u32 {
-    let mut m = 0u32;
-    for (i, &c) in counts.iter().enumerate() {
-        m |= ((c >= k) as u32) << i;
-    }
-    m
-}
-
 /// The point masks of a board that the features read, all in own numbering (bits
 /// 1..=24).
 #[derive(Clone, Copy, Debug)]
@@ -75,13 +65,14 @@ struct Masks {
 
 #[inline(always)]
 fn masks(variant: Variant, b: &Board) -> Masks {
+    // One compare of 16 counts at a time (counts of a valid board: at most 15).
     let (own1, own2) = (
-        mask_ge(&b.own, 1) & POINTS_MASK,
-        mask_ge(&b.own, 2) & POINTS_MASK,
+        !below_mask::<1>(&b.own) & POINTS_MASK,
+        !below_mask::<2>(&b.own) & POINTS_MASK,
     );
     let (opp1, opp2) = (
-        mask_ge(&b.opp, 1) & POINTS_MASK,
-        mask_ge(&b.opp, 2) & POINTS_MASK,
+        !below_mask::<1>(&b.opp) & POINTS_MASK,
+        !below_mask::<2>(&b.opp) & POINTS_MASK,
     );
     let (own_eq1, opp_eq1) = (own1 & !own2, opp1 & !opp2);
     let (own_pin, opp_pin) = (b.own_pinned & POINTS_MASK, b.opp_pinned & POINTS_MASK);
@@ -201,6 +192,66 @@ fn landings(src: u32, open: u32, bar: u8, hi: u32, lo: u32) -> u32 {
     }
 }
 
+/// Targets hit on each of the 21 rolls (in [`ROLLS`]' order) with no own checker on
+/// the bar: `free` the points of the movable own checkers, `open` the points where
+/// they may land, `targets` the opposing blots (a subset of `open`). The same hits as
+/// [`landings`] `& targets`, from the six one-die landings computed once: a
+/// non-double reaches the landings of either die and, through one of those, of both;
+/// a double chains up to four steps (from one checker or several).
+#[inline(always)]
+fn hits_from_points(free: u32, open: u32, targets: u32) -> [u32; 21] {
+    // one[d - 1]: open points one checker reaches with a die of d.
+    let one: [u32; 6] = std::array::from_fn(|k| (free >> (k + 1)) & open);
+    ROLLS.map(|(h, l, _)| {
+        let (sh, sl) = (one[h as usize - 1], one[l as usize - 1]);
+        let all = if h != l {
+            // Every landing of both dice is one of `targets` (or an open point).
+            sh | sl | (sh >> l) & open | (sl >> h) & open
+        } else {
+            let two = (sh >> h) & open;
+            let three = (two >> h) & open;
+            sh | two | three | (three >> h) & open
+        };
+        all & targets
+    })
+}
+
+/// The shot counts of features 4, 5, 14 and 16, in 36ths of rolls (see
+/// [`side_features`]).
+#[derive(Clone, Copy, Debug, Default)]
+struct Shots {
+    /// Rolls that hit at least one target.
+    any: u32,
+    /// Rolls that hit at least two different targets.
+    two: u32,
+    /// Rolls that hit the target `mother`.
+    mother: u32,
+    /// Σ over rolls of the highest target point hit (0 when none).
+    loss: u32,
+}
+
+impl Shots {
+    /// Counts of the targets hit per roll (`hits[k]` on `ROLLS[k]`).
+    #[inline(always)]
+    fn tally(hits: &[u32; 21], mother: u32) -> Shots {
+        let mut s = Shots::default();
+        for (&hit, &(_, _, w)) in hits.iter().zip(&ROLLS) {
+            s.any += w * (hit != 0) as u32;
+            // At least two bits: clearing the lowest leaves one.
+            s.two += w * (hit & hit.wrapping_sub(1) != 0) as u32;
+            // A target on own point t has come t pips from its start (R1); targets
+            // are on bits 1..=24, so `| 1` only makes "no hit" count 0.
+            s.loss += w * highest(hit | 1) as u32;
+        }
+        if mother != 0 {
+            for (&hit, &(_, _, w)) in hits.iter().zip(&ROLLS) {
+                s.mother += w * (hit & mother != 0) as u32;
+            }
+        }
+        s
+    }
+}
+
 /// Rolls (in 36ths) on which a checker on own point `p` (25 = bar) can play both
 /// dice (a double: two of its steps) without landing on a closed point; landings past
 /// own 1 count as open (escaped).
@@ -305,18 +356,17 @@ pub(crate) fn side_features_inline(variant: Variant, b: &Board, out: &mut [f32; 
     } else {
         0
     };
-    let (mut p1, mut p2, mut pm, mut loss) = (0u32, 0u32, 0u32, 0u32);
-    if m.targets != 0 {
-        let src = m.own_free | if bar > 0 { 1 << 25 } else { 0 };
-        for &(h, l, w) in &ROLLS {
-            let hit = landings(src, open, bar, h, l) & m.targets;
-            p1 += w * (hit != 0) as u32;
-            p2 += w * (hit.count_ones() >= 2) as u32;
-            pm += w * (hit & mother != 0) as u32;
-            // A target on own point t has come t pips from its start (R1).
-            loss += w * highest(hit) as u32;
-        }
-    }
+    let shots = if m.targets == 0 {
+        Shots::default()
+    } else if bar == 0 {
+        Shots::tally(&hits_from_points(m.own_free, open, m.targets), mother)
+    } else {
+        let src = m.own_free | 1 << 25;
+        Shots::tally(
+            &ROLLS.map(|(h, l, _)| landings(src, open, bar, h, l) & m.targets),
+            mother,
+        )
+    };
     // Containment and mobility.
     let mut worst = 0u32;
     for i in 13..=24 {
@@ -356,8 +406,8 @@ pub(crate) fn side_features_inline(variant: Variant, b: &Board, out: &mut [f32; 
         rear as f32 / 25.0,
         esc as f32 / 36.0,
         run as f32 / 6.0,
-        p1 as f32 / 36.0,
-        p2 as f32 / 36.0,
+        shots.any as f32 / 36.0,
+        shots.two as f32 / 36.0,
         out_home as f32 / 15.0,
         to_home as f32 / 100.0,
         m.blots.count_ones() as f32 / 5.0,
@@ -366,9 +416,9 @@ pub(crate) fn side_features_inline(variant: Variant, b: &Board, out: &mut [f32; 
         entry_closed as f32 / 6.0,
         pinned as f32 / 3.0,
         mother_alone as u32 as f32,
-        pm as f32 / 36.0,
+        shots.mother as f32 / 36.0,
         n[24] as f32 / 15.0,
-        loss as f32 / (36.0 * 24.0),
+        shots.loss as f32 / (36.0 * 24.0),
         worst as f32 / 36.0,
         mobility as f32 / 3600.0,
         anchor as f32 / 6.0,
