@@ -372,11 +372,14 @@ pub(crate) fn side_features_inline(variant: Variant, b: &Board, out: &mut [f32; 
     for i in 13..=24 {
         worst = worst.max(36 - escapes(i, m.closed_to_own));
     }
+    // Over the own checkers outside home (pinned ones included): the bar, then the
+    // occupied points 7..=24.
     let mut mobility = 19 * bar as u32 * escapes(25, m.closed_to_own);
-    for (i, &c) in n.iter().enumerate().skip(7) {
-        if c > 0 {
-            mobility += c * (i as u32 - 6) * escapes(i, m.closed_to_own);
-        }
+    let mut outer = occupied & !0x7f;
+    while outer != 0 {
+        let i = outer.trailing_zeros() as usize;
+        outer &= outer - 1;
+        mobility += n[i] * (i as u32 - 6) * escapes(i, m.closed_to_own);
     }
     let anchor = highest(m.closed_to_opp >> 18 & 0x7e);
     // Break contact: own checkers behind the opponent's rearmost checker, which is at
