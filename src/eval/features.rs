@@ -316,25 +316,19 @@ pub fn side_features(variant: Variant, b: &Board, out: &mut [f32; SIDE_FEATURES]
 pub(crate) fn side_features_inline(variant: Variant, b: &Board, out: &mut [f32; SIDE_FEATURES]) {
     let m = masks(variant, b);
     let open = !m.closed_to_own & POINTS_MASK;
-    // Counts with the pinned checkers (R5.4: a pinned checker counts where it stands).
-    let mut n = [0u32; 25];
-    for (i, c) in n.iter_mut().enumerate().skip(1) {
-        *c = b.own[i] as u32 + (b.own_pinned >> i & 1);
-    }
-    let (mut pips, mut out_home, mut to_home) = (0u32, 0u32, 0u32);
-    for (i, &c) in n.iter().enumerate().skip(1) {
-        pips += i as u32 * c;
-    }
-    for (i, &c) in n.iter().enumerate().skip(7) {
-        out_home += c;
-        to_home += (i as u32 - 6) * c;
-    }
+    // Break contact: own checkers behind the opponent's rearmost checker, which is at
+    // the lowest own index holding one (its bar counts as 0; none: 25).
+    let opp_rear = if b.opp[BAR] > 0 {
+        0
+    } else if m.opp_any == 0 {
+        25
+    } else {
+        m.opp_any.trailing_zeros()
+    };
+    let sums = CheckerSums::of(b, opp_rear);
     let occupied = m.own_free | (b.own_pinned & POINTS_MASK);
     let bar = b.own[BAR];
     let (rear, rear_free) = if bar > 0 {
-        pips += 25 * bar as u32;
-        out_home += bar as u32;
-        to_home += 19 * bar as u32;
         (25, 25)
     } else {
         (highest(occupied), highest(m.own_free))
@@ -372,47 +366,35 @@ pub(crate) fn side_features_inline(variant: Variant, b: &Board, out: &mut [f32; 
     for i in 13..=24 {
         worst = worst.max(36 - escapes(i, m.closed_to_own));
     }
-    // Over the own checkers outside home (pinned ones included): the bar, then the
-    // occupied points 7..=24.
+    // Over the own checkers outside home (pinned ones included, R5.4: a pinned checker
+    // counts where it stands): the bar, then the occupied points 7..=24.
     let mut mobility = 19 * bar as u32 * escapes(25, m.closed_to_own);
     let mut outer = occupied & !0x7f;
     while outer != 0 {
         let i = outer.trailing_zeros() as usize;
         outer &= outer - 1;
-        mobility += n[i] * (i as u32 - 6) * escapes(i, m.closed_to_own);
+        let c = b.own[i] as u32 + (b.own_pinned >> i & 1);
+        mobility += c * (i as u32 - 6) * escapes(i, m.closed_to_own);
     }
     let anchor = highest(m.closed_to_opp >> 18 & 0x7e);
-    // Break contact: own checkers behind the opponent's rearmost checker, which is at
-    // the lowest own index holding one (its bar counts as 0).
     let brk = if variant == Variant::Fevga {
         0
     } else {
-        let opp_min = if b.opp[BAR] > 0 {
-            0
-        } else if m.opp_any == 0 {
-            25
-        } else {
-            m.opp_any.trailing_zeros() as usize
-        };
-        let mut s = 25u32.saturating_sub(opp_min as u32) * bar as u32;
-        for (i, &c) in n.iter().enumerate().skip(opp_min + 1) {
-            s += (i - opp_min) as u32 * c;
-        }
-        s
+        sums.behind
     };
     let home_closed = (m.closed_to_opp & 0x7e).count_ones();
     let entry_closed = (m.closed_to_own >> 19 & 0x3f).count_ones();
     let pinned = (b.own_pinned & POINTS_MASK).count_ones();
     let mother_alone = variant == Variant::Plakoto && b.own[24] == 1 && b.own_pinned >> 24 & 1 == 0;
     *out = [
-        pips as f32 / start_pips(variant),
+        sums.pips as f32 / start_pips(variant),
         rear as f32 / 25.0,
         esc as f32 / 36.0,
         run as f32 / 6.0,
         shots.any as f32 / 36.0,
         shots.two as f32 / 36.0,
-        out_home as f32 / 15.0,
-        to_home as f32 / 100.0,
+        sums.outside as f32 / 15.0,
+        sums.to_home as f32 / 100.0,
         m.blots.count_ones() as f32 / 5.0,
         home_closed as f32 / 6.0,
         brk as f32 / 152.0,
@@ -420,12 +402,148 @@ pub(crate) fn side_features_inline(variant: Variant, b: &Board, out: &mut [f32; 
         pinned as f32 / 3.0,
         mother_alone as u32 as f32,
         shots.mother as f32 / 36.0,
-        n[24] as f32 / 15.0,
+        (b.own[24] as u32 + (b.own_pinned >> 24 & 1)) as f32 / 15.0,
         shots.loss as f32 / (36.0 * 24.0),
         worst as f32 / 36.0,
         mobility as f32 / 3600.0,
         anchor as f32 / 6.0,
     ];
+}
+
+/// Linear sums over the own checkers of a board (pinned ones count where they stand,
+/// R5.4; checkers on the bar count as on point 25).
+#[derive(Clone, Copy, Debug)]
+struct CheckerSums {
+    /// Σ point (the pip count).
+    pips: u32,
+    /// Checkers outside home (points 7..=25).
+    outside: u32,
+    /// Σ (point − 6) over those: pips to bring them home.
+    to_home: u32,
+    /// Σ (point − `rear`) over the checkers above point `rear`.
+    behind: u32,
+}
+
+impl CheckerSums {
+    /// The sums of `b`'s own checkers, with `rear` (0..=25) the point for
+    /// [`CheckerSums::behind`]: the free checkers' counts (the bar as 25) by
+    /// [`weighted_sums`], then the pinned ones.
+    #[inline(always)]
+    fn of(b: &Board, rear: u32) -> CheckerSums {
+        let [pips, outside, to_home, behind] = weighted_sums(&b.own, rear);
+        let mut s = CheckerSums {
+            pips,
+            outside,
+            to_home,
+            behind,
+        };
+        let mut pinned = b.own_pinned & POINTS_MASK;
+        while pinned != 0 {
+            let i = pinned.trailing_zeros();
+            pinned &= pinned - 1;
+            s.pips += i;
+            s.outside += (i >= 7) as u32;
+            s.to_home += i.saturating_sub(6);
+            s.behind += i.saturating_sub(rear);
+        }
+        s
+    }
+}
+
+/// `[Σ i·c, Σ_{i ≥ 7} c, Σ max(i − 6, 0)·c, Σ max(i − rear, 0)·c]` over the indices
+/// `i` 0..=25 of `counts` (`c = counts[i]`, `rear` ≤ 25), plain loops (the reference
+/// of the SSE2 version, used where there is no SSE2).
+#[cfg_attr(target_arch = "x86_64", allow(dead_code))]
+#[inline(always)]
+fn weighted_sums_portable(counts: &[u8; 26], rear: u32) -> [u32; 4] {
+    let mut s = [0u32; 4];
+    for (i, &c) in counts.iter().enumerate() {
+        let (i, c) = (i as u32, c as u32);
+        s[0] += i * c;
+        s[1] += (i >= 7) as u32 * c;
+        s[2] += i.saturating_sub(6) * c;
+        s[3] += i.saturating_sub(rear) * c;
+    }
+    s
+}
+
+/// [`weighted_sums_portable`] with SSE2 (part of every x86_64 target): the 26 counts
+/// as four vectors of eight 16-bit lanes, each sum by one multiply-add per vector.
+/// Exact for every count (products ≤ 255 × 25).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn weighted_sums(counts: &[u8; 26], rear: u32) -> [u32; 4] {
+    // SAFETY: SSE2 is part of every x86_64 target.
+    unsafe { weighted_sums_sse2(counts, rear) }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+#[inline(always)]
+fn weighted_sums(counts: &[u8; 26], rear: u32) -> [u32; 4] {
+    weighted_sums_portable(counts, rear)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "sse2")]
+#[inline]
+fn weighted_sums_sse2(counts: &[u8; 26], rear: u32) -> [u32; 4] {
+    use std::arch::x86_64::*;
+    /// Weights `max(i − base, 0)` (`base` 0 or 6), or with `step` `[i > base]`, of
+    /// the indices `i` 0..=25; lane `k` of vector `v` is index `8 v + k`.
+    const fn lanes(base: i16, step: bool) -> [[i16; 8]; 4] {
+        let mut t = [[0i16; 8]; 4];
+        let mut i = 0;
+        while i < 26 {
+            let x = i as i16 - base;
+            t[i / 8][i % 8] = if x <= 0 {
+                0
+            } else if step {
+                1
+            } else {
+                x
+            };
+            i += 1;
+        }
+        t
+    }
+    const INDEX: [[i16; 8]; 4] = lanes(0, false);
+    const OUTSIDE: [[i16; 8]; 4] = lanes(6, true);
+    const TO_HOME: [[i16; 8]; 4] = lanes(6, false);
+    let word = |k: usize| i64::from_le_bytes(counts[k..k + 8].try_into().expect("8 counts"));
+    let zero = _mm_setzero_si128();
+    // Counts 0..16 and 16..26 (the latter from bytes 10..26 shifted down by 6).
+    let lo = _mm_set_epi64x(word(8), word(0));
+    let hi = _mm_srli_si128::<6>(_mm_set_epi64x(word(18), word(10)));
+    let c = [
+        _mm_unpacklo_epi8(lo, zero),
+        _mm_unpackhi_epi8(lo, zero),
+        _mm_unpacklo_epi8(hi, zero),
+        _mm_unpackhi_epi8(hi, zero),
+    ];
+    let load = |t: &[i16; 8]| _mm_set_epi16(t[7], t[6], t[5], t[4], t[3], t[2], t[1], t[0]);
+    let rear = _mm_set1_epi16(rear as i16);
+    let (mut pips, mut outside, mut to_home, mut behind) = (zero, zero, zero, zero);
+    for k in 0..4 {
+        let index = load(&INDEX[k]);
+        pips = _mm_add_epi32(pips, _mm_madd_epi16(c[k], index));
+        outside = _mm_add_epi32(outside, _mm_madd_epi16(c[k], load(&OUTSIDE[k])));
+        to_home = _mm_add_epi32(to_home, _mm_madd_epi16(c[k], load(&TO_HOME[k])));
+        let above = _mm_max_epi16(_mm_sub_epi16(index, rear), zero);
+        behind = _mm_add_epi32(behind, _mm_madd_epi16(c[k], above));
+    }
+    // Transpose the four vectors of four partial sums and add the columns.
+    let a = _mm_unpacklo_epi32(pips, outside);
+    let b = _mm_unpackhi_epi32(pips, outside);
+    let c2 = _mm_unpacklo_epi32(to_home, behind);
+    let d = _mm_unpackhi_epi32(to_home, behind);
+    let sum = _mm_add_epi32(
+        _mm_add_epi32(_mm_unpacklo_epi64(a, c2), _mm_unpackhi_epi64(a, c2)),
+        _mm_add_epi32(_mm_unpacklo_epi64(b, d), _mm_unpackhi_epi64(b, d)),
+    );
+    let mut out = [0u32; 4];
+    // SAFETY: `out` is 16 bytes; an unaligned store.
+    unsafe { _mm_storeu_si128(out.as_mut_ptr() as *mut __m128i, sum) };
+    out
 }
 
 /// The highest set bit of `m` (0 when empty).
@@ -726,5 +844,27 @@ mod tests {
                 assert_eq!(x.map(f32::to_bits), want.map(f32::to_bits), "{v} {b:?}");
             }
         }
+    }
+
+    /// The SSE2 sums equal the plain loops for any counts (up to 255) and any `rear`.
+    #[test]
+    fn weighted_sums_match_the_plain_loops() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+        for k in 0..20_000 {
+            let top = if k % 2 == 0 { 15 } else { 255 };
+            let counts: [u8; 26] = std::array::from_fn(|_| rng.random_range(0..=top));
+            let rear = rng.random_range(0..=25);
+            assert_eq!(
+                weighted_sums(&counts, rear),
+                weighted_sums_portable(&counts, rear),
+                "{counts:?} {rear}"
+            );
+        }
+        let mut counts = [0u8; 26];
+        counts[25] = 2;
+        counts[7] = 1;
+        // 2 × 25 + 7; two on the bar and one on 7 are outside; 2 × 19 + 1; above 20.
+        assert_eq!(weighted_sums(&counts, 20), [57, 3, 39, 10]);
     }
 }
