@@ -204,13 +204,14 @@ fn hits_from_points(free: u32, open: u32, targets: u32) -> [u32; 21] {
     let one: [u32; 6] = std::array::from_fn(|k| (free >> (k + 1)) & open);
     ROLLS.map(|(h, l, _)| {
         let (sh, sl) = (one[h as usize - 1], one[l as usize - 1]);
+        // The last landing needs no `& open`: `targets` are open points.
         let all = if h != l {
-            // Every landing of both dice is one of `targets` (or an open point).
-            sh | sl | (sh >> l) & open | (sl >> h) & open
+            // Either die, or one die then the other.
+            sh | sl | sh >> l | sl >> h
         } else {
             let two = (sh >> h) & open;
             let three = (two >> h) & open;
-            sh | two | three | (three >> h) & open
+            sh | two | three | three >> h
         };
         all & targets
     })
