@@ -142,79 +142,122 @@ const ESCAPES: [u8; 4096] = {
     t
 };
 
-/// Landings of one roll: the points (bits 1..=24) some own checker can reach with
-/// the first die, both dice, or (doubles) up to four steps, every landing open.
-/// `src` holds the movable checkers' points (bit 25 = the bar); `bar` is the number of
-/// own checkers on the bar, which must enter first (Portes, R4).
-#[inline(always)]
-fn landings(src: u32, open: u32, bar: u8, hi: u32, lo: u32) -> u32 {
-    let free = src & POINTS_MASK;
-    if hi != lo {
-        let mut all = 0u32;
-        for (x, y) in [(hi, lo), (lo, hi)] {
-            match bar {
-                0 => {
-                    let first = (free >> x) & open;
-                    all |= first | ((first >> y) & open) | ((free >> y) & open);
-                }
-                1 => {
-                    let entry = (1u32 << 25 >> x) & open;
-                    if entry != 0 {
-                        all |= entry | (((free | entry) >> y) & open);
-                    }
-                }
-                _ => all |= ((1u32 << 25 >> x) & open) | ((1u32 << 25 >> y) & open),
-            }
-        }
-        all
-    } else {
-        let d = hi;
-        let entered = bar.min(4) as u32;
-        let (mut reach, steps) = if bar > 0 {
-            let entry = (1u32 << 25 >> d) & open;
-            if entry == 0 {
-                return 0;
-            }
-            (free | entry, 4 - entered)
-        } else {
-            (free, 4)
-        };
-        let mut all = if bar > 0 { (1u32 << 25 >> d) & open } else { 0 };
-        // Chains of steps from any own checker (several checkers may share the four).
-        for _ in 0..steps {
-            reach = (reach >> d) & open;
-            all |= reach;
-            if reach == 0 {
-                break;
-            }
-        }
-        all
-    }
+/// `[f::<h, l>(args), …]` over the 21 rolls in the order of [`ROLLS`]: with constant
+/// dice every roll is straight-line code (an `array::map` over `ROLLS` was not
+/// inlined). The identity tests against the reference check the order.
+macro_rules! per_roll {
+    ($f:ident, $($arg:expr),*) => {
+        [
+            $f::<1, 1>($($arg),*),
+            $f::<2, 1>($($arg),*),
+            $f::<2, 2>($($arg),*),
+            $f::<3, 1>($($arg),*),
+            $f::<3, 2>($($arg),*),
+            $f::<3, 3>($($arg),*),
+            $f::<4, 1>($($arg),*),
+            $f::<4, 2>($($arg),*),
+            $f::<4, 3>($($arg),*),
+            $f::<4, 4>($($arg),*),
+            $f::<5, 1>($($arg),*),
+            $f::<5, 2>($($arg),*),
+            $f::<5, 3>($($arg),*),
+            $f::<5, 4>($($arg),*),
+            $f::<5, 5>($($arg),*),
+            $f::<6, 1>($($arg),*),
+            $f::<6, 2>($($arg),*),
+            $f::<6, 3>($($arg),*),
+            $f::<6, 4>($($arg),*),
+            $f::<6, 5>($($arg),*),
+            $f::<6, 6>($($arg),*),
+        ]
+    };
 }
 
 /// Targets hit on each of the 21 rolls (in [`ROLLS`]' order) with no own checker on
 /// the bar: `free` the points of the movable own checkers, `open` the points where
-/// they may land, `targets` the opposing blots (a subset of `open`). The same hits as
-/// [`landings`] `& targets`, from the six one-die landings computed once: a
-/// non-double reaches the landings of either die and, through one of those, of both;
-/// a double chains up to four steps (from one checker or several).
+/// they may land, `targets` the opposing blots (a subset of `open`). From the six
+/// one-die landings computed once: a non-double reaches the landings of either die
+/// and, through one of those, of both; a double chains up to four steps (from one
+/// checker or several).
 #[inline(always)]
 fn hits_from_points(free: u32, open: u32, targets: u32) -> [u32; 21] {
     // one[d - 1]: open points one checker reaches with a die of d.
     let one: [u32; 6] = std::array::from_fn(|k| (free >> (k + 1)) & open);
-    ROLLS.map(|(h, l, _)| {
-        let (sh, sl) = (one[h as usize - 1], one[l as usize - 1]);
-        // The last landing needs no `& open`: `targets` are open points.
-        let all = if h != l {
-            // Either die, or one die then the other.
-            sh | sl | sh >> l | sl >> h
+    per_roll!(hit_from_points, &one, open, targets)
+}
+
+/// One roll `(H, L)` of [`hits_from_points`] (constant dice: straight-line code).
+#[inline(always)]
+fn hit_from_points<const H: u32, const L: u32>(one: &[u32; 6], open: u32, targets: u32) -> u32 {
+    let (sh, sl) = (one[H as usize - 1], one[L as usize - 1]);
+    // The last landing needs no `& open`: `targets` are open points.
+    let all = if H != L {
+        // Either die, or one die then the other.
+        sh | sl | sh >> L | sl >> H
+    } else {
+        let two = (sh >> H) & open;
+        let three = (two >> H) & open;
+        sh | two | three | three >> H
+    };
+    all & targets
+}
+
+/// [`hits_from_points`] with `bar` (≥ 1) own checkers on the bar, which must enter
+/// first (Portes, R4): with one there, a non-double enters with either die and plays
+/// the other with any checker; with more, both dice enter. A double enters (if its
+/// entry point is open) as many checkers as it can and chains the steps left from
+/// any checker.
+#[inline(always)]
+fn hits_from_bar(free: u32, open: u32, bar: u8, targets: u32) -> [u32; 21] {
+    // one[d - 1], entry[d - 1]: open points reached with a die of d from a point, or
+    // from the bar (bit 25).
+    let one: [u32; 6] = std::array::from_fn(|k| (free >> (k + 1)) & open);
+    let entry: [u32; 6] = std::array::from_fn(|k| (1u32 << 25 >> (k + 1)) & open);
+    per_roll!(hit_from_bar, &one, &entry, free, open, bar, targets)
+}
+
+/// One roll `(H, L)` of [`hits_from_bar`] (constant dice).
+#[inline(always)]
+fn hit_from_bar<const H: u32, const L: u32>(
+    one: &[u32; 6],
+    entry: &[u32; 6],
+    free: u32,
+    open: u32,
+    bar: u8,
+    targets: u32,
+) -> u32 {
+    let (eh, el) = (entry[H as usize - 1], entry[L as usize - 1]);
+    // The last landing needs no `& open`: `targets` are open points.
+    let all = if H != L {
+        if bar == 1 {
+            // Enter with one die, then the other die for any checker (the entered
+            // one included).
+            let via_h = if eh != 0 {
+                eh | one[L as usize - 1] | eh >> L
+            } else {
+                0
+            };
+            let via_l = if el != 0 {
+                el | one[H as usize - 1] | el >> H
+            } else {
+                0
+            };
+            via_h | via_l
         } else {
-            let two = (sh >> h) & open;
-            let three = (two >> h) & open;
-            sh | two | three | three >> h
-        };
-        all & targets
-    })
+            eh | el
+        }
+    } else if eh == 0 {
+        0
+    } else {
+        // The steps left after entering as many checkers as possible, from any one.
+        let (mut reach, mut all) = (free | eh, eh);
+        for _ in 0..4 - bar.min(4) {
+            reach = (reach >> H) & open;
+            all |= reach;
+        }
+        all
+    };
+    all & targets
 }
 
 /// The shot counts of features 4, 5, 14 and 16, in 36ths of rolls (see
@@ -356,11 +399,7 @@ pub(crate) fn side_features_inline(variant: Variant, b: &Board, out: &mut [f32; 
     } else if bar == 0 {
         Shots::tally(&hits_from_points(m.own_free, open, m.targets), mother)
     } else {
-        let src = m.own_free | 1 << 25;
-        Shots::tally(
-            &ROLLS.map(|(h, l, _)| landings(src, open, bar, h, l) & m.targets),
-            mother,
-        )
+        Shots::tally(&hits_from_bar(m.own_free, open, bar, m.targets), mother)
     };
     // Containment and mobility.
     let mut worst = 0u32;
