@@ -326,8 +326,9 @@ fn start_pips(variant: Variant) -> f32 {
     }
 }
 
-/// The [`SIDE_FEATURES`] features of the **own** side of `b` (game not over), in this
-/// order (scales in brackets; R-sections give the rule each one reads):
+/// The [`SIDE_FEATURES`] features of the **own** side of `b` (a valid board: at most
+/// 15 checkers a point; game not over), in this order (scales in brackets; R-sections
+/// give the rule each one reads):
 ///
 /// | k | feature |
 /// |---|---|
