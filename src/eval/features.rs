@@ -16,7 +16,7 @@
 //! move generation: they ignore the maximum-dice and larger-die rules (R3), the
 //! Fevga first-checker rule (R8.2) and who else must move first.
 
-use crate::rules::board::{Board, BAR};
+use crate::rules::board::{below_mask, Board, BAR};
 use crate::rules::Variant;
 
 /// Number of features per side ([`side_features`]).
@@ -42,16 +42,6 @@ const ROLLS: [(u32, u32, u32); 21] = {
     t
 };
 
-/// Bits `i` (0..=25) of the indices where `counts[i] >= k`.
-#[inline(always)]
-fn mask_ge(counts: &[u8; 26], k: u8) -> u32 {
-    let mut m = 0u32;
-    for (i, &c) in counts.iter().enumerate() {
-        m |= ((c >= k) as u32) << i;
-    }
-    m
-}
-
 /// The point masks of a board that the features read, all in own numbering (bits
 /// 1..=24).
 #[derive(Clone, Copy, Debug)]
@@ -75,13 +65,14 @@ struct Masks {
 
 #[inline(always)]
 fn masks(variant: Variant, b: &Board) -> Masks {
+    // One compare of 16 counts at a time (counts of a valid board: at most 15).
     let (own1, own2) = (
-        mask_ge(&b.own, 1) & POINTS_MASK,
-        mask_ge(&b.own, 2) & POINTS_MASK,
+        !below_mask::<1>(&b.own) & POINTS_MASK,
+        !below_mask::<2>(&b.own) & POINTS_MASK,
     );
     let (opp1, opp2) = (
-        mask_ge(&b.opp, 1) & POINTS_MASK,
-        mask_ge(&b.opp, 2) & POINTS_MASK,
+        !below_mask::<1>(&b.opp) & POINTS_MASK,
+        !below_mask::<2>(&b.opp) & POINTS_MASK,
     );
     let (own_eq1, opp_eq1) = (own1 & !own2, opp1 & !opp2);
     let (own_pin, opp_pin) = (b.own_pinned & POINTS_MASK, b.opp_pinned & POINTS_MASK);
@@ -151,53 +142,157 @@ const ESCAPES: [u8; 4096] = {
     t
 };
 
-/// Landings of one roll: the points (bits 1..=24) some own checker can reach with
-/// the first die, both dice, or (doubles) up to four steps, every landing open.
-/// `src` holds the movable checkers' points (bit 25 = the bar); `bar` is the number of
-/// own checkers on the bar, which must enter first (Portes, R4).
+/// `[f::<h, l>(args), …]` over the 21 rolls in the order of [`ROLLS`]: with constant
+/// dice every roll is straight-line code (an `array::map` over `ROLLS` was not
+/// inlined). The identity tests against the reference check the order.
+macro_rules! per_roll {
+    ($f:ident, $($arg:expr),*) => {
+        [
+            $f::<1, 1>($($arg),*),
+            $f::<2, 1>($($arg),*),
+            $f::<2, 2>($($arg),*),
+            $f::<3, 1>($($arg),*),
+            $f::<3, 2>($($arg),*),
+            $f::<3, 3>($($arg),*),
+            $f::<4, 1>($($arg),*),
+            $f::<4, 2>($($arg),*),
+            $f::<4, 3>($($arg),*),
+            $f::<4, 4>($($arg),*),
+            $f::<5, 1>($($arg),*),
+            $f::<5, 2>($($arg),*),
+            $f::<5, 3>($($arg),*),
+            $f::<5, 4>($($arg),*),
+            $f::<5, 5>($($arg),*),
+            $f::<6, 1>($($arg),*),
+            $f::<6, 2>($($arg),*),
+            $f::<6, 3>($($arg),*),
+            $f::<6, 4>($($arg),*),
+            $f::<6, 5>($($arg),*),
+            $f::<6, 6>($($arg),*),
+        ]
+    };
+}
+
+/// Targets hit on each of the 21 rolls (in [`ROLLS`]' order) with no own checker on
+/// the bar: `free` the points of the movable own checkers, `open` the points where
+/// they may land, `targets` the opposing blots (a subset of `open`). From the six
+/// one-die landings computed once: a non-double reaches the landings of either die
+/// and, through one of those, of both; a double chains up to four steps (from one
+/// checker or several).
 #[inline(always)]
-fn landings(src: u32, open: u32, bar: u8, hi: u32, lo: u32) -> u32 {
-    let free = src & POINTS_MASK;
-    if hi != lo {
-        let mut all = 0u32;
-        for (x, y) in [(hi, lo), (lo, hi)] {
-            match bar {
-                0 => {
-                    let first = (free >> x) & open;
-                    all |= first | ((first >> y) & open) | ((free >> y) & open);
-                }
-                1 => {
-                    let entry = (1u32 << 25 >> x) & open;
-                    if entry != 0 {
-                        all |= entry | (((free | entry) >> y) & open);
-                    }
-                }
-                _ => all |= ((1u32 << 25 >> x) & open) | ((1u32 << 25 >> y) & open),
-            }
-        }
-        all
+fn hits_from_points(free: u32, open: u32, targets: u32) -> [u32; 21] {
+    // one[d - 1]: open points one checker reaches with a die of d.
+    let one: [u32; 6] = std::array::from_fn(|k| (free >> (k + 1)) & open);
+    per_roll!(hit_from_points, &one, open, targets)
+}
+
+/// One roll `(H, L)` of [`hits_from_points`] (constant dice: straight-line code).
+#[inline(always)]
+fn hit_from_points<const H: u32, const L: u32>(one: &[u32; 6], open: u32, targets: u32) -> u32 {
+    let (sh, sl) = (one[H as usize - 1], one[L as usize - 1]);
+    // The last landing needs no `& open`: `targets` are open points.
+    let all = if H != L {
+        // Either die, or one die then the other.
+        sh | sl | sh >> L | sl >> H
     } else {
-        let d = hi;
-        let entered = bar.min(4) as u32;
-        let (mut reach, steps) = if bar > 0 {
-            let entry = (1u32 << 25 >> d) & open;
-            if entry == 0 {
-                return 0;
-            }
-            (free | entry, 4 - entered)
+        let two = (sh >> H) & open;
+        let three = (two >> H) & open;
+        sh | two | three | three >> H
+    };
+    all & targets
+}
+
+/// [`hits_from_points`] with `bar` (≥ 1) own checkers on the bar, which must enter
+/// first (Portes, R4): with one there, a non-double enters with either die and plays
+/// the other with any checker; with more, both dice enter. A double enters (if its
+/// entry point is open) as many checkers as it can and chains the steps left from
+/// any checker.
+#[inline(always)]
+fn hits_from_bar(free: u32, open: u32, bar: u8, targets: u32) -> [u32; 21] {
+    // one[d - 1], entry[d - 1]: open points reached with a die of d from a point, or
+    // from the bar (bit 25).
+    let one: [u32; 6] = std::array::from_fn(|k| (free >> (k + 1)) & open);
+    let entry: [u32; 6] = std::array::from_fn(|k| (1u32 << 25 >> (k + 1)) & open);
+    per_roll!(hit_from_bar, &one, &entry, free, open, bar, targets)
+}
+
+/// One roll `(H, L)` of [`hits_from_bar`] (constant dice).
+#[inline(always)]
+fn hit_from_bar<const H: u32, const L: u32>(
+    one: &[u32; 6],
+    entry: &[u32; 6],
+    free: u32,
+    open: u32,
+    bar: u8,
+    targets: u32,
+) -> u32 {
+    let (eh, el) = (entry[H as usize - 1], entry[L as usize - 1]);
+    // The last landing needs no `& open`: `targets` are open points.
+    let all = if H != L {
+        if bar == 1 {
+            // Enter with one die, then the other die for any checker (the entered
+            // one included).
+            let via_h = if eh != 0 {
+                eh | one[L as usize - 1] | eh >> L
+            } else {
+                0
+            };
+            let via_l = if el != 0 {
+                el | one[H as usize - 1] | el >> H
+            } else {
+                0
+            };
+            via_h | via_l
         } else {
-            (free, 4)
-        };
-        let mut all = if bar > 0 { (1u32 << 25 >> d) & open } else { 0 };
-        // Chains of steps from any own checker (several checkers may share the four).
-        for _ in 0..steps {
-            reach = (reach >> d) & open;
+            eh | el
+        }
+    } else if eh == 0 {
+        0
+    } else {
+        // The steps left after entering as many checkers as possible, from any one.
+        let (mut reach, mut all) = (free | eh, eh);
+        for _ in 0..4 - bar.min(4) {
+            reach = (reach >> H) & open;
             all |= reach;
-            if reach == 0 {
-                break;
-            }
         }
         all
+    };
+    all & targets
+}
+
+/// The shot counts of features 4, 5, 14 and 16, in 36ths of rolls (see
+/// [`side_features`]).
+#[derive(Clone, Copy, Debug, Default)]
+struct Shots {
+    /// Rolls that hit at least one target.
+    any: u32,
+    /// Rolls that hit at least two different targets.
+    two: u32,
+    /// Rolls that hit the target `mother`.
+    mother: u32,
+    /// Σ over rolls of the highest target point hit (0 when none).
+    loss: u32,
+}
+
+impl Shots {
+    /// Counts of the targets hit per roll (`hits[k]` on `ROLLS[k]`).
+    #[inline(always)]
+    fn tally(hits: &[u32; 21], mother: u32) -> Shots {
+        let mut s = Shots::default();
+        for (&hit, &(_, _, w)) in hits.iter().zip(&ROLLS) {
+            s.any += w * (hit != 0) as u32;
+            // At least two bits: clearing the lowest leaves one.
+            s.two += w * (hit & hit.wrapping_sub(1) != 0) as u32;
+            // A target on own point t has come t pips from its start (R1); targets
+            // are on bits 1..=24, so `| 1` only makes "no hit" count 0.
+            s.loss += w * highest(hit | 1) as u32;
+        }
+        if mother != 0 {
+            for (&hit, &(_, _, w)) in hits.iter().zip(&ROLLS) {
+                s.mother += w * (hit & mother != 0) as u32;
+            }
+        }
+        s
     }
 }
 
@@ -231,8 +326,9 @@ fn start_pips(variant: Variant) -> f32 {
     }
 }
 
-/// The [`SIDE_FEATURES`] features of the **own** side of `b` (game not over), in this
-/// order (scales in brackets; R-sections give the rule each one reads):
+/// The [`SIDE_FEATURES`] features of the **own** side of `b` (a valid board: at most
+/// 15 checkers a point; game not over), in this order (scales in brackets; R-sections
+/// give the rule each one reads):
 ///
 /// | k | feature |
 /// |---|---|
@@ -265,25 +361,19 @@ pub fn side_features(variant: Variant, b: &Board, out: &mut [f32; SIDE_FEATURES]
 pub(crate) fn side_features_inline(variant: Variant, b: &Board, out: &mut [f32; SIDE_FEATURES]) {
     let m = masks(variant, b);
     let open = !m.closed_to_own & POINTS_MASK;
-    // Counts with the pinned checkers (R5.4: a pinned checker counts where it stands).
-    let mut n = [0u32; 25];
-    for (i, c) in n.iter_mut().enumerate().skip(1) {
-        *c = b.own[i] as u32 + (b.own_pinned >> i & 1);
-    }
-    let (mut pips, mut out_home, mut to_home) = (0u32, 0u32, 0u32);
-    for (i, &c) in n.iter().enumerate().skip(1) {
-        pips += i as u32 * c;
-    }
-    for (i, &c) in n.iter().enumerate().skip(7) {
-        out_home += c;
-        to_home += (i as u32 - 6) * c;
-    }
+    // Break contact: own checkers behind the opponent's rearmost checker, which is at
+    // the lowest own index holding one (its bar counts as 0; none: 25).
+    let opp_rear = if b.opp[BAR] > 0 {
+        0
+    } else if m.opp_any == 0 {
+        25
+    } else {
+        m.opp_any.trailing_zeros()
+    };
+    let sums = CheckerSums::of(b, opp_rear);
     let occupied = m.own_free | (b.own_pinned & POINTS_MASK);
     let bar = b.own[BAR];
     let (rear, rear_free) = if bar > 0 {
-        pips += 25 * bar as u32;
-        out_home += bar as u32;
-        to_home += 19 * bar as u32;
         (25, 25)
     } else {
         (highest(occupied), highest(m.own_free))
@@ -305,74 +395,196 @@ pub(crate) fn side_features_inline(variant: Variant, b: &Board, out: &mut [f32; 
     } else {
         0
     };
-    let (mut p1, mut p2, mut pm, mut loss) = (0u32, 0u32, 0u32, 0u32);
-    if m.targets != 0 {
-        let src = m.own_free | if bar > 0 { 1 << 25 } else { 0 };
-        for &(h, l, w) in &ROLLS {
-            let hit = landings(src, open, bar, h, l) & m.targets;
-            p1 += w * (hit != 0) as u32;
-            p2 += w * (hit.count_ones() >= 2) as u32;
-            pm += w * (hit & mother != 0) as u32;
-            // A target on own point t has come t pips from its start (R1).
-            loss += w * highest(hit) as u32;
-        }
-    }
+    let shots = if m.targets == 0 {
+        Shots::default()
+    } else if bar == 0 {
+        Shots::tally(&hits_from_points(m.own_free, open, m.targets), mother)
+    } else {
+        Shots::tally(&hits_from_bar(m.own_free, open, bar, m.targets), mother)
+    };
     // Containment and mobility.
     let mut worst = 0u32;
     for i in 13..=24 {
         worst = worst.max(36 - escapes(i, m.closed_to_own));
     }
+    // Over the own checkers outside home (pinned ones included, R5.4: a pinned checker
+    // counts where it stands): the bar, then the occupied points 7..=24.
     let mut mobility = 19 * bar as u32 * escapes(25, m.closed_to_own);
-    for (i, &c) in n.iter().enumerate().skip(7) {
-        if c > 0 {
-            mobility += c * (i as u32 - 6) * escapes(i, m.closed_to_own);
-        }
+    let mut outer = occupied & !0x7f;
+    while outer != 0 {
+        let i = outer.trailing_zeros() as usize;
+        outer &= outer - 1;
+        let c = b.own[i] as u32 + (b.own_pinned >> i & 1);
+        mobility += c * (i as u32 - 6) * escapes(i, m.closed_to_own);
     }
     let anchor = highest(m.closed_to_opp >> 18 & 0x7e);
-    // Break contact: own checkers behind the opponent's rearmost checker, which is at
-    // the lowest own index holding one (its bar counts as 0).
     let brk = if variant == Variant::Fevga {
         0
     } else {
-        let opp_min = if b.opp[BAR] > 0 {
-            0
-        } else if m.opp_any == 0 {
-            25
-        } else {
-            m.opp_any.trailing_zeros() as usize
-        };
-        let mut s = 25u32.saturating_sub(opp_min as u32) * bar as u32;
-        for (i, &c) in n.iter().enumerate().skip(opp_min + 1) {
-            s += (i - opp_min) as u32 * c;
-        }
-        s
+        sums.behind
     };
     let home_closed = (m.closed_to_opp & 0x7e).count_ones();
     let entry_closed = (m.closed_to_own >> 19 & 0x3f).count_ones();
     let pinned = (b.own_pinned & POINTS_MASK).count_ones();
     let mother_alone = variant == Variant::Plakoto && b.own[24] == 1 && b.own_pinned >> 24 & 1 == 0;
     *out = [
-        pips as f32 / start_pips(variant),
+        sums.pips as f32 / start_pips(variant),
         rear as f32 / 25.0,
         esc as f32 / 36.0,
         run as f32 / 6.0,
-        p1 as f32 / 36.0,
-        p2 as f32 / 36.0,
-        out_home as f32 / 15.0,
-        to_home as f32 / 100.0,
+        shots.any as f32 / 36.0,
+        shots.two as f32 / 36.0,
+        sums.outside as f32 / 15.0,
+        sums.to_home as f32 / 100.0,
         m.blots.count_ones() as f32 / 5.0,
         home_closed as f32 / 6.0,
         brk as f32 / 152.0,
         entry_closed as f32 / 6.0,
         pinned as f32 / 3.0,
         mother_alone as u32 as f32,
-        pm as f32 / 36.0,
-        n[24] as f32 / 15.0,
-        loss as f32 / (36.0 * 24.0),
+        shots.mother as f32 / 36.0,
+        (b.own[24] as u32 + (b.own_pinned >> 24 & 1)) as f32 / 15.0,
+        shots.loss as f32 / (36.0 * 24.0),
         worst as f32 / 36.0,
         mobility as f32 / 3600.0,
         anchor as f32 / 6.0,
     ];
+}
+
+/// Linear sums over the own checkers of a board (pinned ones count where they stand,
+/// R5.4; checkers on the bar count as on point 25).
+#[derive(Clone, Copy, Debug)]
+struct CheckerSums {
+    /// Σ point (the pip count).
+    pips: u32,
+    /// Checkers outside home (points 7..=25).
+    outside: u32,
+    /// Σ (point − 6) over those: pips to bring them home.
+    to_home: u32,
+    /// Σ (point − `rear`) over the checkers above point `rear`.
+    behind: u32,
+}
+
+impl CheckerSums {
+    /// The sums of `b`'s own checkers, with `rear` (0..=25) the point for
+    /// [`CheckerSums::behind`]: the free checkers' counts (the bar as 25) by
+    /// [`weighted_sums`], then the pinned ones.
+    #[inline(always)]
+    fn of(b: &Board, rear: u32) -> CheckerSums {
+        let [pips, outside, to_home, behind] = weighted_sums(&b.own, rear);
+        let mut s = CheckerSums {
+            pips,
+            outside,
+            to_home,
+            behind,
+        };
+        let mut pinned = b.own_pinned & POINTS_MASK;
+        while pinned != 0 {
+            let i = pinned.trailing_zeros();
+            pinned &= pinned - 1;
+            s.pips += i;
+            s.outside += (i >= 7) as u32;
+            s.to_home += i.saturating_sub(6);
+            s.behind += i.saturating_sub(rear);
+        }
+        s
+    }
+}
+
+/// `[Σ i·c, Σ_{i ≥ 7} c, Σ max(i − 6, 0)·c, Σ max(i − rear, 0)·c]` over the indices
+/// `i` 0..=25 of `counts` (`c = counts[i]`, `rear` ≤ 25), plain loops (the reference
+/// of the SSE2 version, used where there is no SSE2).
+#[cfg_attr(target_arch = "x86_64", allow(dead_code))]
+#[inline(always)]
+fn weighted_sums_portable(counts: &[u8; 26], rear: u32) -> [u32; 4] {
+    let mut s = [0u32; 4];
+    for (i, &c) in counts.iter().enumerate() {
+        let (i, c) = (i as u32, c as u32);
+        s[0] += i * c;
+        s[1] += (i >= 7) as u32 * c;
+        s[2] += i.saturating_sub(6) * c;
+        s[3] += i.saturating_sub(rear) * c;
+    }
+    s
+}
+
+/// [`weighted_sums_portable`] with SSE2 (part of every x86_64 target): the 26 counts
+/// as four vectors of eight 16-bit lanes, each sum by one multiply-add per vector.
+/// Exact for every count (products ≤ 255 × 25).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn weighted_sums(counts: &[u8; 26], rear: u32) -> [u32; 4] {
+    // SAFETY: SSE2 is part of every x86_64 target.
+    unsafe { weighted_sums_sse2(counts, rear) }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+#[inline(always)]
+fn weighted_sums(counts: &[u8; 26], rear: u32) -> [u32; 4] {
+    weighted_sums_portable(counts, rear)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "sse2")]
+#[inline]
+fn weighted_sums_sse2(counts: &[u8; 26], rear: u32) -> [u32; 4] {
+    use std::arch::x86_64::*;
+    /// Weights `max(i − base, 0)` (`base` 0 or 6), or with `step` `[i > base]`, of
+    /// the indices `i` 0..=25; lane `k` of vector `v` is index `8 v + k`.
+    const fn lanes(base: i16, step: bool) -> [[i16; 8]; 4] {
+        let mut t = [[0i16; 8]; 4];
+        let mut i = 0;
+        while i < 26 {
+            let x = i as i16 - base;
+            t[i / 8][i % 8] = if x <= 0 {
+                0
+            } else if step {
+                1
+            } else {
+                x
+            };
+            i += 1;
+        }
+        t
+    }
+    const INDEX: [[i16; 8]; 4] = lanes(0, false);
+    const OUTSIDE: [[i16; 8]; 4] = lanes(6, true);
+    const TO_HOME: [[i16; 8]; 4] = lanes(6, false);
+    let word = |k: usize| i64::from_le_bytes(counts[k..k + 8].try_into().expect("8 counts"));
+    let zero = _mm_setzero_si128();
+    // Counts 0..16 and 16..26 (the latter from bytes 10..26 shifted down by 6).
+    let lo = _mm_set_epi64x(word(8), word(0));
+    let hi = _mm_srli_si128::<6>(_mm_set_epi64x(word(18), word(10)));
+    let c = [
+        _mm_unpacklo_epi8(lo, zero),
+        _mm_unpackhi_epi8(lo, zero),
+        _mm_unpacklo_epi8(hi, zero),
+        _mm_unpackhi_epi8(hi, zero),
+    ];
+    let load = |t: &[i16; 8]| _mm_set_epi16(t[7], t[6], t[5], t[4], t[3], t[2], t[1], t[0]);
+    let rear = _mm_set1_epi16(rear as i16);
+    let (mut pips, mut outside, mut to_home, mut behind) = (zero, zero, zero, zero);
+    for k in 0..4 {
+        let index = load(&INDEX[k]);
+        pips = _mm_add_epi32(pips, _mm_madd_epi16(c[k], index));
+        outside = _mm_add_epi32(outside, _mm_madd_epi16(c[k], load(&OUTSIDE[k])));
+        to_home = _mm_add_epi32(to_home, _mm_madd_epi16(c[k], load(&TO_HOME[k])));
+        let above = _mm_max_epi16(_mm_sub_epi16(index, rear), zero);
+        behind = _mm_add_epi32(behind, _mm_madd_epi16(c[k], above));
+    }
+    // Transpose the four vectors of four partial sums and add the columns.
+    let a = _mm_unpacklo_epi32(pips, outside);
+    let b = _mm_unpackhi_epi32(pips, outside);
+    let c2 = _mm_unpacklo_epi32(to_home, behind);
+    let d = _mm_unpackhi_epi32(to_home, behind);
+    let sum = _mm_add_epi32(
+        _mm_add_epi32(_mm_unpacklo_epi64(a, c2), _mm_unpackhi_epi64(a, c2)),
+        _mm_add_epi32(_mm_unpacklo_epi64(b, d), _mm_unpackhi_epi64(b, d)),
+    );
+    let mut out = [0u32; 4];
+    // SAFETY: `out` is 16 bytes; an unaligned store.
+    unsafe { _mm_storeu_si128(out.as_mut_ptr() as *mut __m128i, sum) };
+    out
 }
 
 /// The highest set bit of `m` (0 when empty).
@@ -403,6 +615,10 @@ pub fn has_contact(variant: Variant, b: &Board) -> bool {
         _ => behind(b),
     }
 }
+
+#[cfg(test)]
+#[path = "features_reference.rs"]
+mod reference;
 
 #[cfg(test)]
 mod tests {
@@ -549,5 +765,147 @@ mod tests {
         assert!(!has_contact(Variant::Portes, &b));
         let b = board("portes/w/20:1,6:4,5:5,4:5/19:5,21:5,22:5");
         assert!(has_contact(Variant::Portes, &b));
+    }
+
+    /// Boards of seeded random play of `variant` from the start: every board that a
+    /// play of the visited positions leads to, from the opponent's view (what the
+    /// evaluator sees when it ranks plays), until `n` boards.
+    fn random_play_boards(variant: Variant, seed: u64, n: usize) -> Vec<Board> {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        let mut out = Vec::with_capacity(n + 64);
+        let mut plays = Vec::new();
+        let mut b = Board::from_position(&Position::start(variant, Side::White), Side::White);
+        while out.len() < n {
+            let dice = Dice::new(rng.random_range(1..=6), rng.random_range(1..=6)).unwrap();
+            plays.clear();
+            generate(variant, &b, dice, &mut plays);
+            out.extend(
+                plays
+                    .iter()
+                    .filter(|p| p.outcome.is_none())
+                    .map(|p| p.board.mirror(variant)),
+            );
+            let p = plays[rng.random_range(0..plays.len())];
+            b = if p.outcome.is_some() {
+                Board::from_position(&Position::start(variant, Side::White), Side::White)
+            } else {
+                p.board.mirror(variant)
+            };
+        }
+        out
+    }
+
+    /// Hand-built boards that random play rarely reaches: random counts 0..=15 on
+    /// every point and the bar, random pins (Plakoto), both sides on one point.
+    fn random_boards(variant: Variant, seed: u64, n: usize) -> Vec<Board> {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        // A count 1..=15, small ones more often.
+        let count = |rng: &mut rand_chacha::ChaCha8Rng| {
+            let top = rng.random_range(1..=15u8);
+            rng.random_range(1..=top)
+        };
+        (0..n)
+            .map(|_| {
+                let mut b = Board::EMPTY;
+                let density = rng.random_range(0.05..0.6);
+                for i in 1..=24 {
+                    if rng.random_bool(density) {
+                        b.own[i] = count(&mut rng);
+                    }
+                    if rng.random_bool(density) {
+                        b.opp[i] = count(&mut rng);
+                    }
+                }
+                if variant == Variant::Portes && rng.random_bool(0.3) {
+                    b.own[BAR] = count(&mut rng);
+                }
+                if variant == Variant::Portes && rng.random_bool(0.3) {
+                    b.opp[BAR] = count(&mut rng);
+                }
+                if variant == Variant::Plakoto {
+                    b.own_pinned = rng.random::<u32>() & rng.random::<u32>() & POINTS_MASK;
+                    b.opp_pinned = rng.random::<u32>() & rng.random::<u32>() & POINTS_MASK;
+                }
+                b.own[0] = rng.random_range(0..=3);
+                b.opp[0] = rng.random_range(0..=3);
+                b
+            })
+            .collect()
+    }
+
+    fn assert_same_features(v: Variant, b: &Board) {
+        let (mut fast, mut slow) = ([0.0; SIDE_FEATURES], [0.0; SIDE_FEATURES]);
+        side_features(v, b, &mut fast);
+        reference::side_features(v, b, &mut slow);
+        assert_eq!(
+            fast.map(f32::to_bits),
+            slow.map(f32::to_bits),
+            "{v} {b:?}: {fast:?} != {slow:?}"
+        );
+    }
+
+    /// The features equal, bit for bit, those of the reference implementation (the
+    /// code the committed v2 nets were trained with, `features_reference.rs`), on
+    /// ≥ 20,000 boards of seeded random play per variant, on their mirrors, and on
+    /// 20,000 hand-built boards per variant.
+    #[test]
+    fn side_features_match_the_reference() {
+        for (k, v) in Variant::ALL.into_iter().enumerate() {
+            let boards = random_play_boards(v, 11 + k as u64, 20_000);
+            assert!(boards.len() >= 20_000);
+            for b in boards
+                .iter()
+                .chain(&random_boards(v, 21 + k as u64, 20_000))
+            {
+                assert_same_features(v, b);
+                assert_same_features(v, &b.mirror(v));
+            }
+        }
+    }
+
+    /// The whole V2 input vector (the encoder's inlined, AVX2-compiled copy of the
+    /// features) equals the V1 inputs followed by the reference features of both
+    /// sides, bit for bit.
+    #[test]
+    fn v2_inputs_match_the_reference() {
+        use crate::eval::inputs::{encode_dense_set, InputSet, MAX_INPUTS};
+        for (k, v) in Variant::ALL.into_iter().enumerate() {
+            let base = InputSet::V1.count(v);
+            let (mut x, mut want) = ([0.0; MAX_INPUTS], [0.0; MAX_INPUTS]);
+            let (mut own, mut opp) = ([0.0; SIDE_FEATURES], [0.0; SIDE_FEATURES]);
+            for b in random_play_boards(v, 31 + k as u64, 20_000) {
+                encode_dense_set(InputSet::V2, v, &b, &mut x);
+                encode_dense_set(InputSet::V1, v, &b, &mut want);
+                reference::side_features(v, &b, &mut own);
+                reference::side_features(v, &b.mirror(v), &mut opp);
+                want[base..base + SIDE_FEATURES].copy_from_slice(&own);
+                want[base + SIDE_FEATURES..base + 2 * SIDE_FEATURES].copy_from_slice(&opp);
+                assert_eq!(x.map(f32::to_bits), want.map(f32::to_bits), "{v} {b:?}");
+            }
+        }
+    }
+
+    /// The SSE2 sums equal the plain loops for any counts (up to 255) and any `rear`.
+    #[test]
+    fn weighted_sums_match_the_plain_loops() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+        for k in 0..20_000 {
+            let top = if k % 2 == 0 { 15 } else { 255 };
+            let counts: [u8; 26] = std::array::from_fn(|_| rng.random_range(0..=top));
+            let rear = rng.random_range(0..=25);
+            assert_eq!(
+                weighted_sums(&counts, rear),
+                weighted_sums_portable(&counts, rear),
+                "{counts:?} {rear}"
+            );
+        }
+        let mut counts = [0u8; 26];
+        counts[25] = 2;
+        counts[7] = 1;
+        // 2 × 25 + 7; two on the bar and one on 7 are outside; 2 × 19 + 1; above 20.
+        assert_eq!(weighted_sums(&counts, 20), [57, 3, 39, 10]);
     }
 }
