@@ -479,9 +479,14 @@ pub async fn open_streams(
                 .send_request(grpc_request(addr, path), false)
                 .map_err(|e| format!("send_request: {e}"))?;
             if let Some(b) = &body {
-                stream
-                    .send_data(b.clone(), true)
-                    .map_err(|e| format!("send_data: {e}"))?;
+                // The server may answer on the HEADERS alone (a stream over a limit is
+                // refused at once) and close the stream before its DATA goes out: h2 then
+                // says "inactive stream", and the response carries the status.
+                if let Err(e) = stream.send_data(b.clone(), true) {
+                    if !e.to_string().contains("inactive stream") {
+                        return Err(format!("send_data: {e}"));
+                    }
+                }
             }
             held.responses.push(resp);
             held.senders.push(stream);
