@@ -11,7 +11,6 @@ use super::pb;
 use crate::analysis::{
     self, AnalysisOptions, Event, LuckMark, Mark, PlayerStats, RolloutCheck, Thresholds,
 };
-use crate::eval::rollout::{DEFAULT_TRIALS, MAX_ROLLOUT_PLIES};
 use crate::eval::{CancelToken, PositionEvaluator};
 use crate::record::{GameInput, MatchRecord, RecordError, TurnInput, MAX_GAMES};
 use crate::rules::Side;
@@ -235,29 +234,7 @@ impl TavliEngineService {
     /// `trials` 0 (1,296) up to `--max-rollout-trials`, `candidates` 0 (3) up to
     /// [`MAX_ROLLOUT_CANDIDATES`]. Errors: `INVALID_ARGUMENT` naming the field.
     fn rollout_check(&self, r: &pb::AnalysisRollout) -> Result<RolloutCheck, ServiceError> {
-        let max_plies = self.max_plies.min(MAX_ROLLOUT_PLIES) as u32;
-        if r.plies > max_plies {
-            return Err(ServiceError::invalid(
-                "rollout.plies",
-                format!(
-                    "rollouts choose plays at 0..{max_plies} plies on this server, got {}",
-                    r.plies
-                ),
-            ));
-        }
-        let trials = match r.trials {
-            0 => DEFAULT_TRIALS.min(self.max_rollout_trials),
-            n if n > self.max_rollout_trials => {
-                return Err(ServiceError::invalid(
-                    "rollout.trials",
-                    format!(
-                        "at most {} trials on this server, got {n}",
-                        self.max_rollout_trials
-                    ),
-                ))
-            }
-            n => n,
-        };
+        let (plies, trials) = self.rollout_depth_and_trials(r.plies, r.trials, "rollout.")?;
         let candidates = match r.candidates {
             0 => RolloutCheck::default().candidates,
             n if n > MAX_ROLLOUT_CANDIDATES => {
@@ -269,7 +246,7 @@ impl TavliEngineService {
             n => n as usize,
         };
         Ok(RolloutCheck {
-            plies: r.plies as u8,
+            plies,
             trials,
             seed: r.seed,
             candidates,

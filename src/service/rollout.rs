@@ -68,29 +68,7 @@ impl TavliEngineService {
             .as_ref()
             .map(|d| convert::dice_from_pb(Some(d), "dice"))
             .transpose()?;
-        let max_plies = self.max_plies.min(MAX_ROLLOUT_PLIES);
-        if req.plies > max_plies as u32 {
-            return Err(ServiceError::invalid(
-                "plies",
-                format!(
-                    "rollouts choose plays at 0..{max_plies} plies on this server, got {}",
-                    req.plies
-                ),
-            ));
-        }
-        let trials = match req.trials {
-            0 => DEFAULT_TRIALS.min(self.max_rollout_trials),
-            n if n > self.max_rollout_trials => {
-                return Err(ServiceError::invalid(
-                    "trials",
-                    format!(
-                        "at most {} trials on this server, got {n}",
-                        self.max_rollout_trials
-                    ),
-                ))
-            }
-            n => n,
-        };
+        let (plies, trials) = self.rollout_depth_and_trials(req.plies, req.trials, "")?;
         if self.evaluator.is_none() {
             return Err(ServiceError::Unimplemented(
                 "Rollout is not available: no evaluator is loaded on this server".to_string(),
@@ -100,7 +78,7 @@ impl TavliEngineService {
             position: pos,
             dice,
             config: RolloutConfig {
-                plies: req.plies as u8,
+                plies,
                 trials,
                 seed: req.seed,
                 truncation: (req.truncation > 0).then_some(req.truncation),
@@ -111,6 +89,41 @@ impl TavliEngineService {
                 ..RolloutConfig::default()
             },
         })
+    }
+
+    /// The depth and trial count of a rollout request (`Rollout`, and
+    /// `AnalyzeGame`'s `rollout` with `prefix` `rollout.`): `plies` 0..=1 and within
+    /// `--max-plies`; `trials` 0 (the default, 1,296) up to `--max-rollout-trials`.
+    /// Errors: `INVALID_ARGUMENT` on `{prefix}plies` or `{prefix}trials`.
+    pub(super) fn rollout_depth_and_trials(
+        &self,
+        plies: u32,
+        trials: u32,
+        prefix: &str,
+    ) -> Result<(u8, u32), ServiceError> {
+        let max_plies = self.max_plies.min(MAX_ROLLOUT_PLIES);
+        if plies > max_plies as u32 {
+            return Err(ServiceError::invalid(
+                format!("{prefix}plies"),
+                format!(
+                    "rollouts choose plays at 0..{max_plies} plies on this server, got {plies}"
+                ),
+            ));
+        }
+        let trials = match trials {
+            0 => DEFAULT_TRIALS.min(self.max_rollout_trials),
+            n if n > self.max_rollout_trials => {
+                return Err(ServiceError::invalid(
+                    format!("{prefix}trials"),
+                    format!(
+                        "at most {} trials on this server, got {n}",
+                        self.max_rollout_trials
+                    ),
+                ))
+            }
+            n => n,
+        };
+        Ok((plies as u8, trials))
     }
 
     /// `Rollout` without the transport: runs `job` and gives each update to
