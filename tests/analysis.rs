@@ -249,8 +249,9 @@ fn flagged_play_is_valued_by_rollouts_of_the_play_made_and_the_best_plays() {
 
 #[test]
 fn only_flagged_turns_are_rolled_out() {
-    // A whole Tavli match (three variants) at 0 ply with 1-trial rollouts: every turn
-    // the search marks is rolled out, every other turn is as without rollouts.
+    // A whole Tavli match (Portes R4, Plakoto R5, Fevga R8; forced plays and passes
+    // R3) at 0 ply with 1-trial rollouts: every turn the search marks is rolled out,
+    // every other turn is as without rollouts.
     let text = std::fs::read_to_string(format!(
         "{}/tests/data/tavli/tavli-3p-match.mat",
         env!("CARGO_MANIFEST_DIR")

@@ -397,6 +397,7 @@ async fn flagged_plays_are_rolled_out_when_asked() {
 
 #[tokio::test]
 async fn bad_rollout_options_are_invalid_argument() {
+    // Request checks (server limits), not rules of RULES.md; the record is R4's blunder.
     let server = start(64).await;
     let mut client = server.client().await;
     let cases = [
@@ -440,6 +441,7 @@ async fn bad_rollout_options_are_invalid_argument() {
 
 #[tokio::test]
 async fn structured_records_are_bounded() {
+    // Service limits (src/record MAX_GAMES, MAX_PLAYER_NAME), not rules of RULES.md.
     let server = start(64).await;
     let mut client = server.client().await;
     let game = pb::RecordedGame {

@@ -274,7 +274,8 @@ fn tavli_records_are_checked() {
 #[test]
 fn records_are_bounded_in_games_and_turns() {
     use tavli_engine::record::{MAX_GAMES, MAX_TURNS};
-    // 5,001 lines of two cells: one turn more than MAX_TURNS, refused before replay.
+    // A service limit, not a rule of RULES.md. 5,001 lines of two cells: two turns
+    // more than MAX_TURNS, refused before the replay (the plays are never checked).
     let mut text = String::from(" 1 point match\n\n Game 1\n a : 0                      b : 0\n");
     for n in 1..=MAX_TURNS / 2 + 1 {
         text.push_str(&format!(
