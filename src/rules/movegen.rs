@@ -409,7 +409,7 @@ impl KeySet {
 
     /// Inserts `(key, index)` unless an entry with the same key for which
     /// `same(its index)` holds exists; returns true in that case (a duplicate).
-    #[inline]
+    #[inline(always)]
     fn insert(&mut self, key: u64, index: u32, same: impl Fn(u32) -> bool) -> bool {
         if self.len * 2 >= self.slots.len() {
             self.grow();
@@ -822,6 +822,7 @@ impl<'a, S: Sink, const V: u8, const D: bool> Gen<'a, S, V, D> {
 
     /// Whether an intermediate node equal to `b` (same board, same depth) was searched
     /// already; records it otherwise.
+    #[inline(always)]
     fn seen_before(&mut self, b: &Board, depth: usize, key: u64) -> bool {
         let s = self.scratch.as_deref_mut().expect("scratch");
         let key = key.wrapping_add(KEYS[3][depth]);
