@@ -34,9 +34,11 @@
 //!   (`Gen::a_skip`, `Gen::b_bearoff_is_duplicate`, `Gen::b_continuation_is_duplicate`).
 //! - **Where the order might matter** (Plakoto's mother rule, Fevga's R8.2 and R8.3):
 //!   the one-order generation runs first and is kept unless one of those rules acted
-//!   during it (`Gen::order_mattered`); otherwise every order is searched, with
-//!   duplicates (the same board at the same depth) removed by an additive key of the
-//!   board, confirmed by comparing boards.
+//!   during it (`Gen::order_mattered`; the search stops there, `Gen::abandoned`);
+//!   otherwise every order is searched, with duplicates (the same board at the same
+//!   depth) removed by an additive key of the board, confirmed by comparing boards.
+//!   A Fevga turn where the moves commute runs without the R8.2 and R8.3 checks
+//!   (`FEVGA_COMMUTE`): neither can act then.
 //!
 //! A play reached by several paths keeps the moves of the first. Boards are
 //! mover-relative ([`Board`]); the caller mirrors them to pass the turn.
@@ -96,7 +98,7 @@ pub fn apply_move(variant: Variant, b: &mut Board, m: RawMove) {
             Variant::Fevga => {}
         }
     }
-    if variant == Variant::Plakoto && b.own[from] == 0 && b.opp_pinned >> from & 1 == 1 {
+    if variant == Variant::Plakoto && b.opp_pinned >> from & 1 == 1 && b.own[from] == 0 {
         b.opp_pinned &= !(1 << from);
         b.opp[from] += 1;
     }
@@ -201,6 +203,10 @@ pub fn generate_positions(variant: Variant, board: &Board, dice: Dice, out: &mut
 const PORTES: u8 = 0;
 const PLAKOTO: u8 = 1;
 const FEVGA: u8 = 2;
+/// Fevga on a turn where no order-dependent rule can act ([`moves_commute`] holds:
+/// R8.2 does not apply and R8.3 cannot close the start quarter): the Fevga moves
+/// without the R8.2 and R8.3 checks, which cost on every node.
+const FEVGA_COMMUTE: u8 = 3;
 
 /// Own points 19..=24: the Fevga start quarter (R8.3).
 const QUARTER: u32 = 0x3f << 19;
@@ -405,7 +411,7 @@ impl KeySet {
 
     /// Inserts `(key, index)` unless an entry with the same key for which
     /// `same(its index)` holds exists; returns true in that case (a duplicate).
-    #[inline]
+    #[inline(always)]
     fn insert(&mut self, key: u64, index: u32, same: impl Fn(u32) -> bool) -> bool {
         if self.len * 2 >= self.slots.len() {
             self.grow();
@@ -532,6 +538,9 @@ macro_rules! double_level {
             const DEPTH: usize = $depth;
             let mut any = false;
             while s != 0 {
+                if self.abandoned() {
+                    return;
+                }
                 let from = high_bit(s);
                 s &= !(1 << from);
                 let (c, mv) = self.child(b, &n, from, die);
@@ -656,7 +665,7 @@ impl<'a, S: Sink, const V: u8, const D: bool> Gen<'a, S, V, D> {
         }
         // A lone opposing checker on an open point is hit or pinned (Fevga: such a
         // point is closed).
-        let hit = V != FEVGA && to != OFF && b.opp[to] == 1;
+        let hit = V != FEVGA && V != FEVGA_COMMUTE && to != OFF && b.opp[to] == 1;
         if hit {
             if V == PLAKOTO {
                 c.opp_pinned |= 1 << to;
@@ -727,6 +736,14 @@ impl<'a, S: Sink, const V: u8, const D: bool> Gen<'a, S, V, D> {
         {
             self.order_mattered.set(true);
         }
+    }
+
+    /// A one-order generation (no key) of Plakoto or Fevga in which an order-dependent
+    /// rule acted: its plays will be thrown away and every order searched instead
+    /// ([`keyed`]), so the search stops.
+    #[inline(always)]
+    fn abandoned(&self) -> bool {
+        (V == PLAKOTO || V == FEVGA) && !D && self.order_mattered.get()
     }
 
     /// The end of the game after the move just made (R7, R5.5), if any.
@@ -807,6 +824,7 @@ impl<'a, S: Sink, const V: u8, const D: bool> Gen<'a, S, V, D> {
 
     /// Whether an intermediate node equal to `b` (same board, same depth) was searched
     /// already; records it otherwise.
+    #[inline(always)]
     fn seen_before(&mut self, b: &Board, depth: usize, key: u64) -> bool {
         let s = self.scratch.as_deref_mut().expect("scratch");
         let key = key.wrapping_add(KEYS[3][depth]);
@@ -881,6 +899,9 @@ impl<'a, S: Sink, const V: u8, const D: bool> Gen<'a, S, V, D> {
         // A: the larger die first.
         let mut s = self.sources(&root, high);
         while s != 0 {
+            if self.abandoned() {
+                return;
+            }
             let i = high_bit(s);
             s &= !(1 << i);
             let (c, mv) = self.child(base, &root, i, high);
@@ -903,6 +924,9 @@ impl<'a, S: Sink, const V: u8, const D: bool> Gen<'a, S, V, D> {
         if bar < 2 {
             let mut s = self.sources(&root, low);
             while s != 0 {
+                if self.abandoned() {
+                    return;
+                }
                 let i = high_bit(s);
                 s &= !(1 << i);
                 let (c, mv) = self.child(base, &root, i, low);
@@ -960,7 +984,7 @@ impl<'a, S: Sink, const V: u8, const D: bool> Gen<'a, S, V, D> {
                 }
             }
         }
-        if self.out.count() > self.start {
+        if self.out.count() > self.start || self.abandoned() {
             return;
         }
         // No play uses both dice: every single move of the larger die, else of the
@@ -1154,10 +1178,10 @@ fn double_commutes(variant: Variant, b: &Board, die: u8, moves: usize) -> bool {
 /// [`moves_commute`] for `moves` moves whose distances one checker may cover are
 /// `sums`.
 fn commute_with(variant: Variant, b: &Board, moves: usize, sums: &[usize]) -> bool {
-    let reached = |q: usize| sums.iter().any(|&s| q + s <= 24 && b.own[q + s] > 0);
     match variant {
         Variant::Portes => true,
         Variant::Plakoto => {
+            let reached = |q: usize| sums.iter().any(|&s| q + s <= 24 && b.own[q + s] > 0);
             let own24_may_empty = b.own[24] as usize <= moves;
             let own_mother_pinned = b.own_pinned >> 24 & 1 == 1;
             let may_pin_mother = b.opp[1] == 1 && reached(1);
@@ -1166,11 +1190,18 @@ fn commute_with(variant: Variant, b: &Board, moves: usize, sums: &[usize]) -> bo
                 && !(mother_pinned && own24_may_empty)
         }
         Variant::Fevga => {
-            let first_checker = b.own[24] == CHECKERS
-                || (b.own[24] == CHECKERS - 1 && b.own[12..=23].iter().any(|&n| n > 0));
-            let occupied = b.own[19..=24].iter().filter(|&&n| n > 0).count();
-            let fillable = (19..=24).filter(|&q| b.own[q] == 0 && reached(q)).count();
-            !first_checker && occupied + fillable.min(moves) < 6
+            // Bit masks: `occ` bit q for own[q] > 0 (1..=24); a checker reaches the
+            // empty point q when `occ` has bit q + s for some distance s.
+            let occ = occupied_points(b);
+            let first_checker =
+                b.own[24] == CHECKERS || (b.own[24] == CHECKERS - 1 && occ & RUNNER_ZONE != 0);
+            if first_checker {
+                return false;
+            }
+            let reached = sums.iter().fold(0, |r, &s| r | occ >> s);
+            let occupied = (occ & QUARTER).count_ones() as usize;
+            let fillable = (QUARTER & !occ & reached).count_ones() as usize;
+            occupied + fillable.min(moves) < 6
         }
     }
 }
@@ -1192,8 +1223,9 @@ fn non_increasing_is_complete(variant: Variant, b: &Board, die: u8) -> bool {
         Variant::Portes => true,
         Variant::Plakoto => b.opp[1] != 1 && b.opp_pinned & (1 << 1) == 0,
         Variant::Fevga => {
-            let occupied = b.own[19..=24].iter().filter(|&&n| n > 0).count();
-            let reachable = (19..=24 - die as usize).filter(|&q| b.own[q] == 0).count();
+            let occ = occupied_points(b);
+            let occupied = (occ & QUARTER).count_ones();
+            let reachable = (!occ & bits(19, 24 - die as usize)).count_ones();
             b.own[24] < CHECKERS - 1 && occupied + reachable < 6
         }
     }
@@ -1213,18 +1245,24 @@ fn run<S: Sink + Default>(variant: Variant, board: &Board, dice: Dice, out: &mut
             g.out
         }
         Variant::Plakoto => keyed::<S, PLAKOTO>(board, dice, sink),
-        Variant::Fevga => match fevga_trapped_prime(board) {
-            Some(prime) => {
-                let mut sink = sink;
-                let mut plays = Vec::new();
-                generate_must_open(variant, board, dice, &prime, &mut plays);
-                for p in &plays {
-                    sink.put_raw(p);
-                }
-                sink
+        Variant::Fevga => fevga(board, dice, sink),
+    }
+}
+
+/// Fevga: the must-open search where R8.4 applies, else [`keyed`]. A function of its
+/// own, so that its code does not change how the other variants' code is compiled.
+#[inline(never)]
+fn fevga<S: Sink>(board: &Board, dice: Dice, mut sink: S) -> S {
+    match fevga_trapped_prime(board) {
+        Some(prime) => {
+            let mut plays = Vec::new();
+            generate_must_open(Variant::Fevga, board, dice, &prime, &mut plays);
+            for p in &plays {
+                sink.put_raw(p);
             }
-            None => keyed::<S, FEVGA>(board, dice, sink),
-        },
+            sink
+        }
+        None => keyed::<S, FEVGA>(board, dice, sink),
     }
 }
 
@@ -1236,8 +1274,28 @@ fn run<S: Sink + Default>(variant: Variant, board: &Board, dice: Dice, out: &mut
 fn keyed<S: Sink, const V: u8>(board: &Board, dice: Dice, sink: S) -> S {
     let variant = variant_of(V);
     let commute = moves_commute(variant, board, dice);
+    if V == FEVGA && commute {
+        // Neither R8.2 nor R8.3 can act this turn: the same generation without them.
+        return one_order::<S, FEVGA_COMMUTE>(board, dice, sink).0;
+    }
+    let start = sink.count();
+    let (mut sink, order_mattered) = one_order::<S, V>(board, dice, sink);
+    if commute || !order_mattered {
+        // (Where the moves commute, no order-dependent rule can act: `order_mattered`
+        // stays false and the one-order generation is never abandoned.)
+        return sink;
+    }
+    sink.cut(start);
+    every_order::<S, V>(board, dice, sink)
+}
+
+/// The generation in one order (doubles non-increasing; non-doubles with the
+/// restricted smaller-die-first plays, in the order of [`non_increasing_is_complete`]),
+/// and whether an order-dependent rule acted during it (`Gen::order_mattered`).
+#[inline(always)]
+fn one_order<S: Sink, const V: u8>(board: &Board, dice: Dice, sink: S) -> (S, bool) {
+    let variant = variant_of(V);
     let mut g = Gen::<S, V, false>::new(board, sink, None);
-    let start = g.start;
     if dice.is_double() {
         g.doubles::<true>(dice.die1());
     } else if non_increasing_is_complete(variant, board, dice.low()) {
@@ -1245,12 +1303,8 @@ fn keyed<S: Sink, const V: u8>(board: &Board, dice: Dice, sink: S) -> S {
     } else {
         g.non_double(dice.high(), dice.low(), Second::ContinuationFirst);
     }
-    if commute || !g.order_mattered.get() {
-        return g.out;
-    }
-    let mut sink = g.out;
-    sink.cut(start);
-    every_order::<S, V>(board, dice, sink)
+    let order_mattered = g.order_mattered.get();
+    (g.out, order_mattered)
 }
 
 /// Every order of the moves, duplicates removed by key.
@@ -1270,10 +1324,26 @@ fn every_order<S: Sink, const V: u8>(board: &Board, dice: Dice, sink: S) -> S {
     })
 }
 
+/// Bit `q` (1..=24): the mover has a checker on own point `q`.
+#[inline(always)]
+fn occupied_points(b: &Board) -> u32 {
+    !below_mask::<1>(&b.own) & bits(1, 24)
+}
+
 /// R8.4: if all 15 opposing checkers stand on one point and the six points in front
 /// of them (in their direction) are all the mover's, returns those six own points.
+#[inline(always)]
 fn fevga_trapped_prime(b: &Board) -> Option<[usize; 6]> {
-    let x = (1..=24).find(|&i| b.opp[i] == CHECKERS)?;
+    // All 15 on one point: the opponent occupies exactly one point (a mask test,
+    // since this runs on every Fevga call).
+    let opp = !below_mask::<1>(&b.opp) & bits(1, 24);
+    if opp == 0 || opp & (opp - 1) != 0 {
+        return None;
+    }
+    let x = opp.trailing_zeros() as usize;
+    if b.opp[x] != CHECKERS {
+        return None;
+    }
     // The opponent moves to lower own indices with wrap-around (both sides run the
     // same way in Fevga); it needs six points before its home ends.
     let opp_own = super::board::flip_index(Variant::Fevga, x);
@@ -1289,6 +1359,8 @@ fn fevga_trapped_prime(b: &Board) -> Option<[usize; 6]> {
 
 /// R8.4: complete sequences that break the trapping prime are preferred; among them
 /// (or among all, when none breaks it) maximum dice and larger die apply (R3).
+#[cold]
+#[inline(never)]
 fn generate_must_open(
     variant: Variant,
     board: &Board,
@@ -1364,6 +1436,119 @@ fn generate_must_open(
     for (p, _) in terminals {
         if !out[start..].iter().any(|q| q.board == p.board) {
             out.push(p);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::corpus::random_positions;
+
+    fn fevga_boards(seed: u64, n: usize) -> Vec<Board> {
+        random_positions(Variant::Fevga, seed, n)
+            .iter()
+            .map(|p| Board::from_position(p, p.turn))
+            .collect()
+    }
+
+    /// The Fevga fast path (`FEVGA_COMMUTE`: R8.2 and R8.3 checks compiled out where
+    /// `moves_commute` holds) against the general Fevga generator with those checks,
+    /// and against the every-order search: the same plays (boards, moves, outcome) in
+    /// the same order, and the same set of boards as every order gives; the general
+    /// generator's R8.2/R8.3 checks never act there.
+    #[test]
+    fn fevga_fast_path_matches_the_general_path() {
+        let mut commuting = 0;
+        let mut plays = 0;
+        for seed in [5, 77, 2026] {
+            for b in fevga_boards(seed, 500) {
+                if fevga_trapped_prime(&b).is_some() {
+                    continue;
+                }
+                for dice in Dice::all_rolls() {
+                    if !moves_commute(Variant::Fevga, &b, dice) {
+                        continue;
+                    }
+                    commuting += 1;
+                    let (fast, _) = one_order::<Vec<RawPlay>, FEVGA_COMMUTE>(&b, dice, Vec::new());
+                    let (general, mattered) =
+                        one_order::<Vec<RawPlay>, FEVGA>(&b, dice, Vec::new());
+                    assert!(
+                        !mattered,
+                        "R8.2/R8.3 acted where moves commute: {b:?} {dice}"
+                    );
+                    assert_eq!(fast, general, "{b:?} {dice}");
+                    let all = every_order::<Vec<RawPlay>, FEVGA>(&b, dice, Vec::new());
+                    let set = |v: &[RawPlay]| {
+                        let mut boards: Vec<Board> = v.iter().map(|p| p.board).collect();
+                        boards.sort_by_key(|q| (q.own, q.opp));
+                        boards
+                    };
+                    assert_eq!(set(&fast), set(&all), "{b:?} {dice}");
+                    let (boards, _) = one_order::<Vec<Board>, FEVGA_COMMUTE>(&b, dice, Vec::new());
+                    let want: Vec<Board> = fast.iter().map(|p| p.board).collect();
+                    assert_eq!(boards, want, "{b:?} {dice}");
+                    plays += fast.len();
+                }
+            }
+        }
+        // Most Fevga turns take the fast path (about 92 % of random-play calls).
+        assert!(commuting > 25_000, "{commuting}");
+        assert!(plays > 300_000, "{plays}");
+    }
+
+    /// Where the moves might not commute (Plakoto: the mother rule, R5.5; Fevga: R8.2,
+    /// R8.3), the public entry (one order, abandoned and replaced by every order as
+    /// soon as such a rule acted) gives the boards of the every-order search, each
+    /// once, with each play's moves legal in their order.
+    #[test]
+    fn order_dependent_turns_give_every_orders_plays() {
+        for variant in [Variant::Plakoto, Variant::Fevga] {
+            let mut checked = 0;
+            let boards: Vec<Board> = random_positions(variant, 9, 600)
+                .iter()
+                .map(|p| Board::from_position(p, p.turn))
+                .collect();
+            for b in boards {
+                if variant == Variant::Fevga && fevga_trapped_prime(&b).is_some() {
+                    continue;
+                }
+                for dice in Dice::all_rolls() {
+                    if moves_commute(variant, &b, dice) {
+                        continue;
+                    }
+                    checked += 1;
+                    let mut got = Vec::new();
+                    generate(variant, &b, dice, &mut got);
+                    let all = match variant {
+                        Variant::Plakoto => {
+                            every_order::<Vec<RawPlay>, PLAKOTO>(&b, dice, Vec::new())
+                        }
+                        _ => every_order::<Vec<RawPlay>, FEVGA>(&b, dice, Vec::new()),
+                    };
+                    let sorted = |v: &[RawPlay]| {
+                        let mut x: Vec<Board> = v.iter().map(|p| p.board).collect();
+                        x.sort_by_key(|q| (q.own, q.opp, q.own_pinned, q.opp_pinned));
+                        x
+                    };
+                    assert_eq!(sorted(&got), sorted(&all), "{variant} {b:?} {dice}");
+                    for p in &got {
+                        let mut q = b;
+                        for m in p.moves() {
+                            let mut next = None;
+                            for_each_step(variant, &q, m.die, |nb, mv, _| {
+                                if mv == *m {
+                                    next = Some(nb);
+                                }
+                            });
+                            q = next.unwrap_or_else(|| panic!("{b:?} {dice} {:?}", p.moves()));
+                        }
+                        assert_eq!(q, p.board, "{variant} {b:?} {dice}");
+                    }
+                }
+            }
+            assert!(checked > 300, "{variant}: {checked}");
         }
     }
 }
