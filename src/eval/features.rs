@@ -427,29 +427,62 @@ pub(crate) fn side_features_inline(variant: Variant, b: &Board, out: &mut [f32; 
     let entry_closed = (m.closed_to_own >> 19 & 0x3f).count_ones();
     let pinned = (b.own_pinned & POINTS_MASK).count_ones();
     let mother_alone = variant == Variant::Plakoto && b.own[24] == 1 && b.own_pinned >> 24 & 1 == 0;
-    *out = [
-        sums.pips as f32 / start_pips(variant),
-        rear as f32 / 25.0,
-        esc as f32 / 36.0,
-        run as f32 / 6.0,
-        shots.any as f32 / 36.0,
-        shots.two as f32 / 36.0,
-        sums.outside as f32 / 15.0,
-        sums.to_home as f32 / 100.0,
-        m.blots.count_ones() as f32 / 5.0,
-        home_closed as f32 / 6.0,
-        brk as f32 / 152.0,
-        entry_closed as f32 / 6.0,
-        pinned as f32 / 3.0,
-        mother_alone as u32 as f32,
-        shots.mother as f32 / 36.0,
-        (b.own[24] as u32 + (b.own_pinned >> 24 & 1)) as f32 / 15.0,
-        shots.loss as f32 / (36.0 * 24.0),
-        worst as f32 / 36.0,
-        mobility as f32 / 3600.0,
-        anchor as f32 / 6.0,
+    // Each feature is a count over its scale; as one loop of conversions and
+    // divisions (vectorised, the same bits as one at a time: the counts are exact in
+    // f32 and each division is rounded once).
+    let counts: [i32; SIDE_FEATURES] = [
+        sums.pips as i32,
+        rear as i32,
+        esc as i32,
+        run as i32,
+        shots.any as i32,
+        shots.two as i32,
+        sums.outside as i32,
+        sums.to_home as i32,
+        m.blots.count_ones() as i32,
+        home_closed as i32,
+        brk as i32,
+        entry_closed as i32,
+        pinned as i32,
+        mother_alone as i32,
+        shots.mother as i32,
+        (b.own[24] as u32 + (b.own_pinned >> 24 & 1)) as i32,
+        shots.loss as i32,
+        worst as i32,
+        mobility as i32,
+        anchor as i32,
     ];
+    let mut scale = SCALES;
+    scale[0] = start_pips(variant);
+    for ((o, &c), &s) in out.iter_mut().zip(&counts).zip(&scale) {
+        *o = c as f32 / s;
+    }
 }
+
+/// The scale of each feature of [`side_features`] (feature 0's is the variant's
+/// [`start_pips`]).
+const SCALES: [f32; SIDE_FEATURES] = [
+    167.0,
+    25.0,
+    36.0,
+    6.0,
+    36.0,
+    36.0,
+    15.0,
+    100.0,
+    5.0,
+    6.0,
+    152.0,
+    6.0,
+    3.0,
+    1.0,
+    36.0,
+    15.0,
+    36.0 * 24.0,
+    36.0,
+    3600.0,
+    6.0,
+];
 
 /// Linear sums over the own checkers of a board (pinned ones count where they stand,
 /// R5.4; checkers on the bar count as on point 25).

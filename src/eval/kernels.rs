@@ -98,17 +98,29 @@ fn outputs_avx2(w2: &[f32], b2: &[f32; 4], h: &mut [f32]) -> [f32; 4] {
 #[inline(always)]
 fn hidden_pre_any<const BLOCK: usize>(b1: &[f32], w1: &[f32], x: &SparseInputs, h: &mut [f32]) {
     let hidden = h.len();
-    let (idx, val) = (&x.idx[..x.len], &x.val[..x.len]);
+    let n = x.len.min(x.idx.len());
+    let (idx, val) = (&x.idx[..n], &x.val[..n]);
+    assert!(b1.len() >= hidden, "b1 holds a bias per hidden unit");
+    // Every row read below lies inside `w1`: checked once for all inputs (the largest
+    // index; a fold the compiler vectorises), not once per input and block.
+    let top = idx.iter().fold(0u16, |m, &j| m.max(j)) as usize;
+    assert!(
+        n == 0 || (top + 1) * hidden <= w1.len(),
+        "input {top} has no row in w1"
+    );
     let blocks = hidden / BLOCK * BLOCK;
     for start in (0..blocks).step_by(BLOCK) {
         let mut acc = [0f32; BLOCK];
         acc.copy_from_slice(&b1[start..start + BLOCK]);
+        // SAFETY: `start + BLOCK <= hidden`, so the block of row `j` is
+        // `w1[j * hidden + start..][..BLOCK]`, inside `w1` as `j <= top` (asserted).
+        let base = unsafe { w1.as_ptr().add(start) };
         for (&j, &v) in idx.iter().zip(val) {
-            let at = j as usize * hidden + start;
-            let col: &[f32; BLOCK] = w1[at..at + BLOCK].try_into().expect("block");
-            if v == 1.0 {
-                // Most units are 1 (the first three unary units, flags): `1 × w` is
-                // exactly `w`, so the product is skipped, not changed.
+            let col = unsafe { &*(base.add(j as usize * hidden) as *const [f32; BLOCK]) };
+            // Most units are 1 (the first three unary units, flags): `1 × w` is
+            // exactly `w`, so the product is skipped, not changed. (Compared as bits:
+            // one integer compare.)
+            if v.to_bits() == ONE_BITS {
                 for (a, &w) in acc.iter_mut().zip(col) {
                     *a += w;
                 }
@@ -129,6 +141,9 @@ fn hidden_pre_any<const BLOCK: usize>(b1: &[f32], w1: &[f32], x: &SparseInputs, 
         h[k] = a;
     }
 }
+
+/// The bits of 1.0 (a unit of value 1 adds its weight without a product).
+const ONE_BITS: u32 = 0x3f80_0000;
 
 #[inline(always)]
 fn outputs_any(w2: &[f32], b2: &[f32; 4], h: &mut [f32]) -> [f32; 4] {
