@@ -120,7 +120,7 @@ impl InputSet {
 fn encode_fast(set: InputSet, variant: Variant, board: &Board, out: &mut SparseInputs) {
     encode(variant, board, out);
     if set.features() > 0 {
-        let f = both_sides_features(variant, board);
+        let f = both_sides_features::<true>(variant, board);
         // SAFETY: this function runs only where the CPU has AVX2.
         unsafe { out.dense_avx2(num_inputs(variant), &f) };
     }
@@ -130,19 +130,22 @@ fn encode_fast(set: InputSet, variant: Variant, board: &Board, out: &mut SparseI
 fn encode_set(set: InputSet, variant: Variant, board: &Board, out: &mut SparseInputs) {
     encode(variant, board, out);
     if set.features() > 0 {
-        let f = both_sides_features(variant, board);
+        let f = both_sides_features::<false>(variant, board);
         out.dense(num_inputs(variant), &f);
     }
 }
 
 /// The V2 features of the mover, then those of the opponent (on the mirrored board):
-/// the inputs from [`num_inputs`] on.
+/// the inputs from [`num_inputs`] on. `AVX2` as for `side_features_inline`.
 #[inline(always)]
-fn both_sides_features(variant: Variant, board: &Board) -> [f32; 2 * SIDE_FEATURES] {
+fn both_sides_features<const AVX2: bool>(
+    variant: Variant,
+    board: &Board,
+) -> [f32; 2 * SIDE_FEATURES] {
     let mut f = [0.0f32; 2 * SIDE_FEATURES];
     let (own, opp) = f.split_at_mut(SIDE_FEATURES);
-    side_features_inline(variant, board, own.try_into().expect("20 features"));
-    side_features_inline(
+    side_features_inline::<AVX2>(variant, board, own.try_into().expect("20 features"));
+    side_features_inline::<AVX2>(
         variant,
         &board.mirror(variant),
         opp.try_into().expect("20 features"),
