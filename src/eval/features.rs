@@ -479,10 +479,10 @@ pub fn side_features(variant: Variant, b: &Board, out: &mut [f32; SIDE_FEATURES]
 }
 
 /// [`side_features`], always inlined (into the encoder compiled for AVX2).
-#[inline(always)]
 ///
 /// With `AVX2` some counts use AVX2 instructions (the same values): set it only in
 /// code that runs on CPUs with AVX2 (the encoder's `target_feature` copy).
+#[inline(always)]
 pub(crate) fn side_features_inline<const AVX2: bool>(
     variant: Variant,
     b: &Board,
@@ -1024,7 +1024,7 @@ mod tests {
 
     /// The whole V2 input vector (the encoder's inlined, AVX2-compiled copy of the
     /// features) equals the V1 inputs followed by the reference features of both
-    /// sides, bit for bit.
+    /// sides, bit for bit, on boards of random play and on hand-built boards.
     #[test]
     fn v2_inputs_match_the_reference() {
         use crate::eval::inputs::{encode_dense_set, InputSet, MAX_INPUTS};
@@ -1032,7 +1032,11 @@ mod tests {
             let base = InputSet::V1.count(v);
             let (mut x, mut want) = ([0.0; MAX_INPUTS], [0.0; MAX_INPUTS]);
             let (mut own, mut opp) = ([0.0; SIDE_FEATURES], [0.0; SIDE_FEATURES]);
-            for b in random_play_boards(v, 31 + k as u64, 20_000) {
+            let boards = random_play_boards(v, 31 + k as u64, 20_000);
+            for b in boards
+                .into_iter()
+                .chain(random_boards(v, 41 + k as u64, 20_000))
+            {
                 encode_dense_set(InputSet::V2, v, &b, &mut x);
                 encode_dense_set(InputSet::V1, v, &b, &mut want);
                 reference::side_features(v, &b, &mut own);
