@@ -306,6 +306,128 @@ fn escapes(p: usize, closed: u32) -> u32 {
     ESCAPES[w as usize] as u32
 }
 
+/// Features 17 and 18 before scaling: the most rolls that fail to escape from one of
+/// own 13..=24, and Σ over the own checkers outside home (the bar, then own 7..=24;
+/// pinned ones included, R5.4: a pinned checker counts where it stands) of escapes ×
+/// (point − 6). `closed` the points closed to us, `occupied` our points (free or
+/// pinned checkers).
+#[inline(always)]
+fn outer_escapes(b: &Board, closed: u32, occupied: u32) -> (u32, u32) {
+    let mut worst = 0u32;
+    for i in 13..=24 {
+        worst = worst.max(36 - escapes(i, closed));
+    }
+    let mut mobility = 19 * b.own[BAR] as u32 * escapes(25, closed);
+    let mut outer = occupied & !0x7f;
+    while outer != 0 {
+        let i = outer.trailing_zeros() as usize;
+        outer &= outer - 1;
+        let c = b.own[i] as u32 + (b.own_pinned >> i & 1);
+        mobility += c * (i as u32 - 6) * escapes(i, closed);
+    }
+    (worst, mobility)
+}
+
+/// [`ESCAPES`] and three bytes of padding: a 32-bit load at any index stays inside.
+#[cfg(target_arch = "x86_64")]
+static ESCAPES_PADDED: [u8; 4096 + 3] = {
+    let mut t = [0u8; 4096 + 3];
+    let mut w = 0;
+    while w < 4096 {
+        t[w] = ESCAPES[w];
+        w += 1;
+    }
+    t
+};
+
+/// [`outer_escapes`] with AVX2: the escapes of own 7..=25 as three vectors of eight
+/// points (windows by variable shifts, table entries by gathers), then the minimum
+/// over 13..=24 and the weighted sum over all. Integer arithmetic: the same values.
+///
+/// # Safety
+/// The CPU must have AVX2.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn outer_escapes_avx2(b: &Board, closed: u32) -> (u32, u32) {
+    use std::arch::x86_64::*;
+    // Lane `k` of vector `v` is own point 7 + 8 v + k (points above 25 weigh 0).
+    const fn table(kind: u8) -> [[i32; 8]; 3] {
+        let mut t = [[0i32; 8]; 3];
+        let mut v = 0;
+        while v < 3 {
+            let mut k = 0;
+            while k < 8 {
+                let p = 7 + 8 * v as i32 + k as i32;
+                t[v][k] = match kind {
+                    // The window of point p is bits p - 12 .. p - 1 of `closed` (see
+                    // `escapes`): `(closed << 7) >> (p - 5)`, p >= 7.
+                    0 => p - 5,
+                    1 => p,
+                    // Weight p - 6 (outside home; nothing above the bar, 25).
+                    2 if p <= 25 => p - 6,
+                    2 => 0,
+                    // 0 on own 13..=24, else 36 (not counted in the minimum).
+                    _ if 13 <= p && p <= 24 => 0,
+                    _ => 36,
+                };
+                k += 1;
+            }
+            v += 1;
+        }
+        t
+    }
+    const SHIFT: [[i32; 8]; 3] = table(0);
+    const POINT: [[i32; 8]; 3] = table(1);
+    const WEIGHT: [[i32; 8]; 3] = table(2);
+    const OUTSIDE: [[i32; 8]; 3] = table(3);
+    let mut counts = [0u8; 32];
+    counts[..26].copy_from_slice(&b.own);
+    // SAFETY (all below): AVX2 by the caller's contract; every load reads inside its
+    // array (`counts` is 32 bytes, the tables 3 × 8 lanes); a gather reads 4 bytes at
+    // `ESCAPES_PADDED + w` with `w <= 0xfff`, inside its 4096 + 3 bytes.
+    unsafe {
+        let load = |t: &[i32; 8]| _mm256_loadu_si256(t.as_ptr() as *const __m256i);
+        let window = _mm256_set1_epi32(((closed & POINTS_MASK) << 7) as i32);
+        let pinned = _mm256_set1_epi32((b.own_pinned & POINTS_MASK) as i32);
+        let (twelve_bits, one, low_byte) = (
+            _mm256_set1_epi32(0xfff),
+            _mm256_set1_epi32(1),
+            _mm256_set1_epi32(0xff),
+        );
+        let mut least = _mm256_set1_epi32(36);
+        let mut sum = _mm256_setzero_si256();
+        for v in 0..3 {
+            let w = _mm256_and_si256(_mm256_srlv_epi32(window, load(&SHIFT[v])), twelve_bits);
+            let esc = _mm256_and_si256(
+                _mm256_i32gather_epi32::<1>(ESCAPES_PADDED.as_ptr() as *const i32, w),
+                low_byte,
+            );
+            least = _mm256_min_epu32(least, _mm256_max_epu32(esc, load(&OUTSIDE[v])));
+            let free = _mm256_cvtepu8_epi32(_mm_loadl_epi64(
+                counts.as_ptr().add(7 + 8 * v) as *const __m128i
+            ));
+            let pin = _mm256_and_si256(_mm256_srlv_epi32(pinned, load(&POINT[v])), one);
+            let c = _mm256_add_epi32(free, pin);
+            let term = _mm256_mullo_epi32(_mm256_mullo_epi32(c, load(&WEIGHT[v])), esc);
+            sum = _mm256_add_epi32(sum, term);
+        }
+        let fold = |x: __m256i, min: bool| {
+            let f = |a, b| {
+                if min {
+                    _mm_min_epu32(a, b)
+                } else {
+                    _mm_add_epi32(a, b)
+                }
+            };
+            let h = f(_mm256_castsi256_si128(x), _mm256_extracti128_si256::<1>(x));
+            let h = f(h, _mm_shuffle_epi32::<0b01_00_11_10>(h));
+            let h = f(h, _mm_shuffle_epi32::<0b10_11_00_01>(h));
+            _mm_cvtsi128_si32(h) as u32
+        };
+        (36 - fold(least, true), fold(sum, false))
+    }
+}
+
 /// Length of the longest run of consecutive set bits of `m`.
 #[inline(always)]
 fn longest_run(mut m: u32) -> u32 {
@@ -353,12 +475,19 @@ fn start_pips(variant: Variant) -> f32 {
 /// | 18 | mobility: Σ over own checkers outside home of (escapes ÷ 36) × (point − 6), ÷ 100 |
 /// | 19 | our most advanced anchor in the opponent's home (own 19..=24, a point closed to it): (point − 18) ÷ 6, else 0 |
 pub fn side_features(variant: Variant, b: &Board, out: &mut [f32; SIDE_FEATURES]) {
-    side_features_inline(variant, b, out)
+    side_features_inline::<false>(variant, b, out)
 }
 
 /// [`side_features`], always inlined (into the encoder compiled for AVX2).
+///
+/// With `AVX2` some counts use AVX2 instructions (the same values): set it only in
+/// code that runs on CPUs with AVX2 (the encoder's `target_feature` copy).
 #[inline(always)]
-pub(crate) fn side_features_inline(variant: Variant, b: &Board, out: &mut [f32; SIDE_FEATURES]) {
+pub(crate) fn side_features_inline<const AVX2: bool>(
+    variant: Variant,
+    b: &Board,
+    out: &mut [f32; SIDE_FEATURES],
+) {
     let m = masks(variant, b);
     let open = !m.closed_to_own & POINTS_MASK;
     // Break contact: own checkers behind the opponent's rearmost checker, which is at
@@ -403,20 +532,15 @@ pub(crate) fn side_features_inline(variant: Variant, b: &Board, out: &mut [f32; 
         Shots::tally(&hits_from_bar(m.own_free, open, bar, m.targets), mother)
     };
     // Containment and mobility.
-    let mut worst = 0u32;
-    for i in 13..=24 {
-        worst = worst.max(36 - escapes(i, m.closed_to_own));
-    }
-    // Over the own checkers outside home (pinned ones included, R5.4: a pinned checker
-    // counts where it stands): the bar, then the occupied points 7..=24.
-    let mut mobility = 19 * bar as u32 * escapes(25, m.closed_to_own);
-    let mut outer = occupied & !0x7f;
-    while outer != 0 {
-        let i = outer.trailing_zeros() as usize;
-        outer &= outer - 1;
-        let c = b.own[i] as u32 + (b.own_pinned >> i & 1);
-        mobility += c * (i as u32 - 6) * escapes(i, m.closed_to_own);
-    }
+    #[cfg(target_arch = "x86_64")]
+    let (worst, mobility) = if AVX2 {
+        // SAFETY: `AVX2` is set only by callers compiled for AVX2 CPUs.
+        unsafe { outer_escapes_avx2(b, m.closed_to_own) }
+    } else {
+        outer_escapes(b, m.closed_to_own, occupied)
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let (worst, mobility) = outer_escapes(b, m.closed_to_own, occupied);
     let anchor = highest(m.closed_to_opp >> 18 & 0x7e);
     let brk = if variant == Variant::Fevga {
         0
@@ -427,29 +551,62 @@ pub(crate) fn side_features_inline(variant: Variant, b: &Board, out: &mut [f32; 
     let entry_closed = (m.closed_to_own >> 19 & 0x3f).count_ones();
     let pinned = (b.own_pinned & POINTS_MASK).count_ones();
     let mother_alone = variant == Variant::Plakoto && b.own[24] == 1 && b.own_pinned >> 24 & 1 == 0;
-    *out = [
-        sums.pips as f32 / start_pips(variant),
-        rear as f32 / 25.0,
-        esc as f32 / 36.0,
-        run as f32 / 6.0,
-        shots.any as f32 / 36.0,
-        shots.two as f32 / 36.0,
-        sums.outside as f32 / 15.0,
-        sums.to_home as f32 / 100.0,
-        m.blots.count_ones() as f32 / 5.0,
-        home_closed as f32 / 6.0,
-        brk as f32 / 152.0,
-        entry_closed as f32 / 6.0,
-        pinned as f32 / 3.0,
-        mother_alone as u32 as f32,
-        shots.mother as f32 / 36.0,
-        (b.own[24] as u32 + (b.own_pinned >> 24 & 1)) as f32 / 15.0,
-        shots.loss as f32 / (36.0 * 24.0),
-        worst as f32 / 36.0,
-        mobility as f32 / 3600.0,
-        anchor as f32 / 6.0,
+    // Each feature is a count over its scale; as one loop of conversions and
+    // divisions (vectorised, the same bits as one at a time: the counts are exact in
+    // f32 and each division is rounded once).
+    let counts: [i32; SIDE_FEATURES] = [
+        sums.pips as i32,
+        rear as i32,
+        esc as i32,
+        run as i32,
+        shots.any as i32,
+        shots.two as i32,
+        sums.outside as i32,
+        sums.to_home as i32,
+        m.blots.count_ones() as i32,
+        home_closed as i32,
+        brk as i32,
+        entry_closed as i32,
+        pinned as i32,
+        mother_alone as i32,
+        shots.mother as i32,
+        (b.own[24] as u32 + (b.own_pinned >> 24 & 1)) as i32,
+        shots.loss as i32,
+        worst as i32,
+        mobility as i32,
+        anchor as i32,
     ];
+    let mut scale = SCALES;
+    scale[0] = start_pips(variant);
+    for ((o, &c), &s) in out.iter_mut().zip(&counts).zip(&scale) {
+        *o = c as f32 / s;
+    }
 }
+
+/// The scale of each feature of [`side_features`] (feature 0's is the variant's
+/// [`start_pips`]).
+const SCALES: [f32; SIDE_FEATURES] = [
+    167.0,
+    25.0,
+    36.0,
+    6.0,
+    36.0,
+    36.0,
+    15.0,
+    100.0,
+    5.0,
+    6.0,
+    152.0,
+    6.0,
+    3.0,
+    1.0,
+    36.0,
+    15.0,
+    36.0 * 24.0,
+    36.0,
+    3600.0,
+    6.0,
+];
 
 /// Linear sums over the own checkers of a board (pinned ones count where they stand,
 /// R5.4; checkers on the bar count as on point 25).
@@ -867,7 +1024,7 @@ mod tests {
 
     /// The whole V2 input vector (the encoder's inlined, AVX2-compiled copy of the
     /// features) equals the V1 inputs followed by the reference features of both
-    /// sides, bit for bit.
+    /// sides, bit for bit, on boards of random play and on hand-built boards.
     #[test]
     fn v2_inputs_match_the_reference() {
         use crate::eval::inputs::{encode_dense_set, InputSet, MAX_INPUTS};
@@ -875,7 +1032,11 @@ mod tests {
             let base = InputSet::V1.count(v);
             let (mut x, mut want) = ([0.0; MAX_INPUTS], [0.0; MAX_INPUTS]);
             let (mut own, mut opp) = ([0.0; SIDE_FEATURES], [0.0; SIDE_FEATURES]);
-            for b in random_play_boards(v, 31 + k as u64, 20_000) {
+            let boards = random_play_boards(v, 31 + k as u64, 20_000);
+            for b in boards
+                .into_iter()
+                .chain(random_boards(v, 41 + k as u64, 20_000))
+            {
                 encode_dense_set(InputSet::V2, v, &b, &mut x);
                 encode_dense_set(InputSet::V1, v, &b, &mut want);
                 reference::side_features(v, &b, &mut own);

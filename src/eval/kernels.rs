@@ -17,6 +17,11 @@ use super::inputs::SparseInputs;
 /// independent chains of adds, so that their latency overlaps).
 const BLOCK_SSE: usize = 32;
 const BLOCK_AVX2: usize = 64;
+/// With AVX2, hidden sums are first summed 128 at a time (sixteen registers, all of
+/// them: a unit of value 1 adds its weights straight from memory, a product spills
+/// two sums for a moment), which reads each input's index and value once per 128
+/// units instead of twice; then [`BLOCK_AVX2`] at a time.
+const WIDE_AVX2: usize = 128;
 
 /// `h[..hidden] = b1 + Σ_inputs value × w1[input * hidden ..]` (pre-activations).
 /// Shapes: `b1.len() == h.len() == hidden`, `w1` input-major (`w1[j * hidden + k]`).
@@ -27,7 +32,7 @@ pub fn hidden_pre(b1: &[f32], w1: &[f32], x: &SparseInputs, h: &mut [f32]) {
         // SAFETY: the CPU supports AVX2 (checked by `avx2`).
         return unsafe { hidden_pre_avx2(b1, w1, x, h) };
     }
-    hidden_pre_any::<BLOCK_SSE>(b1, w1, x, h)
+    hidden_pre_any::<BLOCK_SSE, BLOCK_SSE>(b1, w1, x, h)
 }
 
 /// The net's output pre-activations `b2[k] + w2[k·hidden..] · relu(h)` for the four
@@ -51,7 +56,7 @@ fn avx2() -> bool {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 fn hidden_pre_avx2(b1: &[f32], w1: &[f32], x: &SparseInputs, h: &mut [f32]) {
-    hidden_pre_any::<BLOCK_AVX2>(b1, w1, x, h)
+    hidden_pre_any::<WIDE_AVX2, BLOCK_AVX2>(b1, w1, x, h)
 }
 
 /// [`outputs_any`] with the four dot products interleaved (their chains of adds
@@ -95,33 +100,39 @@ fn outputs_avx2(w2: &[f32], b2: &[f32; 4], h: &mut [f32]) -> [f32; 4] {
     z
 }
 
+/// The first layer in blocks of `WIDE` hidden units, then of `BLOCK`, then one unit
+/// at a time (every hidden sum in input order, whatever its block).
 #[inline(always)]
-fn hidden_pre_any<const BLOCK: usize>(b1: &[f32], w1: &[f32], x: &SparseInputs, h: &mut [f32]) {
+fn hidden_pre_any<const WIDE: usize, const BLOCK: usize>(
+    b1: &[f32],
+    w1: &[f32],
+    x: &SparseInputs,
+    h: &mut [f32],
+) {
     let hidden = h.len();
-    let (idx, val) = (&x.idx[..x.len], &x.val[..x.len]);
-    let blocks = hidden / BLOCK * BLOCK;
-    for start in (0..blocks).step_by(BLOCK) {
-        let mut acc = [0f32; BLOCK];
-        acc.copy_from_slice(&b1[start..start + BLOCK]);
-        for (&j, &v) in idx.iter().zip(val) {
-            let at = j as usize * hidden + start;
-            let col: &[f32; BLOCK] = w1[at..at + BLOCK].try_into().expect("block");
-            if v == 1.0 {
-                // Most units are 1 (the first three unary units, flags): `1 × w` is
-                // exactly `w`, so the product is skipped, not changed.
-                for (a, &w) in acc.iter_mut().zip(col) {
-                    *a += w;
-                }
-            } else {
-                for (a, &w) in acc.iter_mut().zip(col) {
-                    *a += v * w;
-                }
-            }
-        }
-        h[start..start + BLOCK].copy_from_slice(&acc);
+    let n = x.len.min(x.idx.len());
+    let (idx, val) = (&x.idx[..n], &x.val[..n]);
+    assert!(b1.len() >= hidden, "b1 holds a bias per hidden unit");
+    // Every row read below lies inside `w1`: checked once for all inputs (the largest
+    // index; a fold the compiler vectorises), not once per input and block.
+    let top = idx.iter().fold(0u16, |m, &j| m.max(j)) as usize;
+    assert!(
+        n == 0 || (top + 1) * hidden <= w1.len(),
+        "input {top} has no row in w1"
+    );
+    let mut start = 0;
+    while start + WIDE <= hidden {
+        // SAFETY: `start + WIDE <= hidden` and every index is at most `top`.
+        unsafe { block::<WIDE>(b1, w1, idx, val, h, start) };
+        start += WIDE;
+    }
+    while start + BLOCK <= hidden {
+        // SAFETY: `start + BLOCK <= hidden` and every index is at most `top`.
+        unsafe { block::<BLOCK>(b1, w1, idx, val, h, start) };
+        start += BLOCK;
     }
     // The rest (hidden not a multiple of the block): the same sums, a unit at a time.
-    for k in blocks..hidden {
+    for k in start..hidden {
         let mut a = b1[k];
         for (&j, &v) in idx.iter().zip(val) {
             a += v * w1[j as usize * hidden + k];
@@ -129,6 +140,48 @@ fn hidden_pre_any<const BLOCK: usize>(b1: &[f32], w1: &[f32], x: &SparseInputs, 
         h[k] = a;
     }
 }
+
+/// Hidden units `start..start + BLOCK` of [`hidden_pre_any`], kept in registers
+/// across all inputs.
+///
+/// # Safety
+/// `start + BLOCK <= h.len()` (the hidden units), and `(j + 1) * h.len() <= w1.len()`
+/// for every index `j` of `idx`.
+#[inline(always)]
+unsafe fn block<const BLOCK: usize>(
+    b1: &[f32],
+    w1: &[f32],
+    idx: &[u16],
+    val: &[f32],
+    h: &mut [f32],
+    start: usize,
+) {
+    let hidden = h.len();
+    let mut acc = [0f32; BLOCK];
+    acc.copy_from_slice(&b1[start..start + BLOCK]);
+    // SAFETY: the block of row `j` is `w1[j * hidden + start..][..BLOCK]`, inside `w1`
+    // by the contract.
+    let base = unsafe { w1.as_ptr().add(start) };
+    for (&j, &v) in idx.iter().zip(val) {
+        let col = unsafe { &*(base.add(j as usize * hidden) as *const [f32; BLOCK]) };
+        // Most units are 1 (the first three unary units, flags): `1 × w` is exactly
+        // `w`, so the product is skipped, not changed. (Compared as bits: one integer
+        // compare.)
+        if v.to_bits() == ONE_BITS {
+            for (a, &w) in acc.iter_mut().zip(col) {
+                *a += w;
+            }
+        } else {
+            for (a, &w) in acc.iter_mut().zip(col) {
+                *a += v * w;
+            }
+        }
+    }
+    h[start..start + BLOCK].copy_from_slice(&acc);
+}
+
+/// The bits of 1.0 (a unit of value 1 adds its weight without a product).
+const ONE_BITS: u32 = 0x3f80_0000;
 
 #[inline(always)]
 fn outputs_any(w2: &[f32], b2: &[f32; 4], h: &mut [f32]) -> [f32; 4] {
@@ -216,12 +269,12 @@ mod tests {
                 want.map(f32::to_bits),
                 "hidden {hidden}"
             );
-            // And the portable build of the same code.
-            for block in [32, 64] {
-                if block == 32 {
-                    hidden_pre_any::<32>(&b1, &w1, &x, &mut h);
-                } else {
-                    hidden_pre_any::<64>(&b1, &w1, &x, &mut h);
+            // And the portable build of the same code, with each block size.
+            for block in [32, 64, 128] {
+                match block {
+                    32 => hidden_pre_any::<32, 32>(&b1, &w1, &x, &mut h),
+                    64 => hidden_pre_any::<64, 32>(&b1, &w1, &x, &mut h),
+                    _ => hidden_pre_any::<128, 64>(&b1, &w1, &x, &mut h),
                 }
                 let any = outputs_any(&w2, &b2, &mut h);
                 assert_eq!(

@@ -229,8 +229,20 @@ impl Net {
     /// Raw sigmoid outputs `[win, win_mars, lose_mars, draw]` for encoded inputs.
     #[inline]
     pub fn forward(&self, x: &SparseInputs) -> [f32; OUTPUTS] {
-        let mut buf = [0.0f32; MAX_HIDDEN];
-        let h = &mut buf[..self.hidden];
+        // A buffer of the usual size when it fits (zeroing MAX_HIDDEN floats on every
+        // evaluation costs more than the outputs).
+        if self.hidden <= 128 {
+            let mut buf = [0.0f32; 128];
+            self.forward_in(x, &mut buf[..self.hidden])
+        } else {
+            let mut buf = [0.0f32; MAX_HIDDEN];
+            self.forward_in(x, &mut buf[..self.hidden])
+        }
+    }
+
+    /// [`Net::forward`] with `h` (`hidden` floats) for the hidden units.
+    #[inline(always)]
+    fn forward_in(&self, x: &SparseInputs, h: &mut [f32]) -> [f32; OUTPUTS] {
         self.hidden_pre(x, h);
         super::kernels::outputs(&self.w2, &self.b2, h).map(sigmoid)
     }

@@ -116,23 +116,25 @@ impl Board {
             Side::White => (&self.own, &self.opp),
             Side::Black => (&self.opp, &self.own),
         };
-        // Printed point `printed_point(variant, mover, i)` is `slot(i)`.
+        // Printed point `k + 1` holds the mover's own index `own(k)`
+        // (`Position::own_point`); a loop over the 24 points in printed order (an
+        // exclusive range: no bounds checks, no inclusive-range bookkeeping).
         fn fill(
             pos: &mut Position,
             white: &[u8; 26],
             black: &[u8; 26],
-            slot: impl Fn(usize) -> usize,
+            own: impl Fn(usize) -> usize,
         ) {
-            for i in 1..=24usize {
-                let pt = &mut pos.points[slot(i) - 1];
+            for (k, pt) in pos.points.iter_mut().enumerate() {
+                let i = own(k);
                 pt.white = white[i];
                 pt.black = black[i];
             }
         }
         match (variant, mover) {
-            (_, Side::White) => fill(&mut pos, white, black, |i| i),
-            (Variant::Fevga, Side::Black) => fill(&mut pos, white, black, |i| (i + 11) % 24 + 1),
-            (_, Side::Black) => fill(&mut pos, white, black, |i| 25 - i),
+            (_, Side::White) => fill(&mut pos, white, black, |k| k + 1),
+            (Variant::Fevga, Side::Black) => fill(&mut pos, white, black, |k| (k + 12) % 24 + 1),
+            (_, Side::Black) => fill(&mut pos, white, black, |k| 24 - k),
         }
         // Pinned checkers (Plakoto) are counted on their point and marked.
         for (pins, side) in [(self.own_pinned, mover), (self.opp_pinned, opponent)] {
@@ -164,14 +166,11 @@ impl Board {
                 m.opp[1..=12].copy_from_slice(&self.own[13..=24]);
                 m.opp[13..=24].copy_from_slice(&self.own[1..=12]);
             }
-            // Own point i is the other side's point 25 - i.
+            // Own point i is the other side's point 25 - i: points 1..=24 reversed, as
+            // three words of eight counts, each byte-swapped, in reverse order.
             _ => {
-                for (d, s) in m.own[1..=24].iter_mut().zip(self.opp[1..=24].iter().rev()) {
-                    *d = *s;
-                }
-                for (d, s) in m.opp[1..=24].iter_mut().zip(self.own[1..=24].iter().rev()) {
-                    *d = *s;
-                }
+                reverse_points(&mut m.own, &self.opp);
+                reverse_points(&mut m.opp, &self.own);
             }
         }
         if self.own_pinned | self.opp_pinned != 0 {
@@ -243,6 +242,16 @@ impl Board {
             None
         }
     }
+}
+
+/// `to[i] = from[25 - i]` for the points `i` in 1..=24 (the rest of `to` unchanged).
+#[inline(always)]
+fn reverse_points(to: &mut [u8; 26], from: &[u8; 26]) {
+    let word = |k: usize| u64::from_le_bytes(from[k..k + 8].try_into().expect("8 counts"));
+    let (a, b, c) = (word(1), word(9), word(17));
+    to[1..9].copy_from_slice(&c.swap_bytes().to_le_bytes());
+    to[9..17].copy_from_slice(&b.swap_bytes().to_le_bytes());
+    to[17..25].copy_from_slice(&a.swap_bytes().to_le_bytes());
 }
 
 /// The mover has borne off 15: 2 points (mars) if the loser has none off, else 1 (R7).
