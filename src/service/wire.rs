@@ -23,7 +23,7 @@ use crate::rules::board::Board;
 use crate::rules::movegen::{RawMove, RawPlay};
 use crate::rules::notation;
 use crate::rules::play::to_location;
-use crate::rules::position_id::{push_gnubg_id, push_id};
+use crate::rules::position_id::{push_gnubg_id, push_id, push_id_of_board};
 use crate::rules::{Dice, Location, Outcome, Position, Side, Variant};
 use bytes::BufMut;
 
@@ -208,8 +208,8 @@ fn put_play(out: &mut Vec<u8>, variant: Variant, mover: Side, p: &RawPlay, compa
     }
     // Notation is never empty (`pass` for no move).
     put_nested(out, 2, 1, true, |t| notation::push(p.moves(), t));
-    let position = p.board.to_position(variant, mover, mover.opponent());
     if !compact {
+        let position = p.board.to_position(variant, mover, mover.opponent());
         // A whole position is 100 to 400 bytes: a two-byte length first.
         put_nested(out, 3, 2, false, |t| {
             // The position seen by its side to move.
@@ -220,7 +220,10 @@ fn put_play(out: &mut Vec<u8>, variant: Variant, mover: Side, p: &RawPlay, compa
         put_outcome(out, 4, &o.to_outcome(mover));
     }
     if compact {
-        put_nested(out, 5, 1, true, |t| push_id(&position, t));
+        // The resulting position's ID straight from the board (no `Position`).
+        put_nested(out, 5, 1, true, |t| {
+            push_id_of_board(&p.board, variant, mover, mover.opponent(), t)
+        });
     }
 }
 
