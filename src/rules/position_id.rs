@@ -69,16 +69,15 @@ pub fn push_id_of_board(b: &Board, variant: Variant, mover: Side, turn: Side, ou
         }
     };
     let (mine, theirs) = (&mut mine[0], &mut theirs[0]);
-    for (k, c) in mine.counts.iter_mut().enumerate() {
-        *c = b.own[24 - k];
-    }
+    mine.counts.copy_from_slice(&b.own[1..=24]);
+    mine.counts.reverse();
     match variant {
         Variant::Fevga => {
             // Opponent's own 24..=13 is the mover's 12..=1, own 12..=1 the mover's 24..=13.
-            for k in 0..12 {
-                theirs.counts[k] = b.opp[12 - k];
-                theirs.counts[12 + k] = b.opp[24 - k];
-            }
+            theirs.counts[..12].copy_from_slice(&b.opp[1..=12]);
+            theirs.counts[..12].reverse();
+            theirs.counts[12..].copy_from_slice(&b.opp[13..=24]);
+            theirs.counts[12..].reverse();
         }
         // Opponent's own point j is the mover's 25 - j: its path is the mover's 1..=24.
         _ => theirs.counts.copy_from_slice(&b.opp[1..=24]),
@@ -126,48 +125,110 @@ impl SideList {
 
 /// The Position ID from its parts (White's list, then Black's, by [`Side::index`]).
 fn write_id(variant: Variant, turn: Side, sides: &[SideList; 2], out: &mut Vec<u8>) {
-    // Written into a stack buffer, then copied once.
-    let mut w = IdWriter {
-        buf: [0u8; ID_BUF + 8],
-        n: 0,
-    };
+    // Written into a stack buffer, then copied once; `n` is the length so far.
+    let mut buf = [0u8; ID_BUF + 8];
     let (prefix, len) = PREFIX[variant as usize][turn.index()];
-    w.buf[..16].copy_from_slice(&prefix);
-    w.n = len as usize;
+    buf[..16].copy_from_slice(&prefix);
+    let mut n = len as usize;
     for side in [Side::White, Side::Black] {
         let list = &sides[side.index()];
         let labels = &PATHS[path_index(variant, side)];
         // Every entry is written after a comma; the side's first comma becomes the `/`.
-        let start = w.n;
+        let start = n;
         if list.bar > 0 {
-            w.entry(BAR_LABEL, list.bar, false);
+            n = entry(&mut buf, n, BAR_LABEL, list.bar, 0);
         }
         // The occupied points as bits in path order, gathered without a branch per
         // point (which point is occupied is as good as random: a branch on it
         // mispredicted about half the time), then visited in that order.
-        let mut occupied = 0u32;
-        for (k, &c) in list.counts.iter().enumerate() {
-            occupied |= ((c > 0) as u32) << k;
-        }
+        let mut occupied = nonzero_bytes(&list.counts);
         while occupied != 0 {
             let k = occupied.trailing_zeros() as usize;
             occupied &= occupied - 1;
-            w.entry(
-                labels[k] as usize,
-                list.counts[k],
-                list.pinned >> k & 1 == 1,
-            );
+            let pinned = (list.pinned >> k & 1) as usize;
+            n = entry(&mut buf, n, labels[k] as usize, list.counts[k], pinned);
         }
         if list.off > 0 {
-            w.entry(OFF_LABEL, list.off, false);
+            n = entry(&mut buf, n, OFF_LABEL, list.off, 0);
         }
-        if w.n == start {
-            w.byte(b'/'); // no checker listed (never a valid position)
+        if n == start {
+            // No checker listed (never a valid position).
+            buf[n] = b'/';
+            n += 1;
         } else {
-            w.buf[start] = b'/';
+            buf[start] = b'/';
         }
     }
-    out.extend_from_slice(&w.buf[..w.n]);
+    out.extend_from_slice(&buf[..n.min(ID_BUF)]);
+}
+
+/// Bit `k` set when `counts[k]` is not 0, eight bytes at a time.
+#[inline(always)]
+fn nonzero_bytes(counts: &[u8; 24]) -> u32 {
+    const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+    let mut mask = 0u32;
+    for (w, chunk) in counts.chunks_exact(8).enumerate() {
+        let x = u64::from_le_bytes(chunk.try_into().expect("8 bytes"));
+        // The top bit of each byte: set when the byte is not 0.
+        let top = ((x & LOW7).wrapping_add(LOW7) | x) & !LOW7;
+        // Those eight bits gathered into one byte, byte i's into bit i.
+        let bits = (top >> 7).wrapping_mul(0x0102_0408_1020_4080) >> 56;
+        mask |= (bits as u32) << (8 * w);
+    }
+    mask
+}
+
+/// Writes `,label:count` (and `p` when `pinned` is 1) at `n` in `buf` and returns the
+/// new length: one word from [`ENTRY`] for counts up to 15 (every valid position),
+/// digit by digit above. Indices are taken modulo [`ID_BUF`], which a Position ID
+/// never reaches, so no write is checked.
+#[inline(always)]
+fn entry(buf: &mut [u8; ID_BUF + 8], n: usize, label: usize, count: u8, pinned: usize) -> usize {
+    if count > 15 {
+        return entry_slow(buf, n, label, count, pinned == 1);
+    }
+    let e = ENTRY[pinned][label][count as usize];
+    let at = n & (ID_BUF - 1);
+    buf[at..at + 8].copy_from_slice(&e.to_le_bytes());
+    n + (e >> 56) as usize
+}
+
+/// [`entry`] for counts above 15 (a board built by hand).
+#[cold]
+fn entry_slow(
+    buf: &mut [u8; ID_BUF + 8],
+    mut n: usize,
+    label: usize,
+    count: u8,
+    pinned: bool,
+) -> usize {
+    let mut byte = |b: u8| {
+        buf[n & (ID_BUF - 1)] = b;
+        n += 1;
+    };
+    byte(b',');
+    match label {
+        BAR_LABEL => b"bar".iter().for_each(|&b| byte(b)),
+        OFF_LABEL => b"off".iter().for_each(|&b| byte(b)),
+        p => {
+            if p >= 10 {
+                byte(b'0' + p as u8 / 10);
+            }
+            byte(b'0' + p as u8 % 10);
+        }
+    }
+    byte(b':');
+    if count >= 100 {
+        byte(b'0' + count / 100);
+    }
+    if count >= 10 {
+        byte(b'0' + count / 10 % 10);
+    }
+    byte(b'0' + count % 10);
+    if pinned {
+        byte(b'p');
+    }
+    n
 }
 
 /// Each side's printed points in the order of its path (own 24 down to own 1, R1),
@@ -224,110 +285,63 @@ const BAR_LABEL: usize = 0;
 const OFF_LABEL: usize = 25;
 
 /// `,label:count` for every label (0 `bar`, 1..=24 the printed point, 25 `off`) and
-/// count 0..=15: its bytes in the low bytes of a little-endian `u64`, its length
-/// (at most 7, `,bar:15`) in the top byte.
-const ENTRY: [[u64; 16]; 26] = {
-    let mut t = [[0u64; 16]; 26];
-    let mut label = 0;
-    while label < 26 {
-        let mut count = 0;
-        while count < 16 {
-            let mut b = [0u8; 8];
-            b[0] = b',';
-            let mut n = 1;
-            if label == BAR_LABEL || label == OFF_LABEL {
-                let word = if label == BAR_LABEL { b"bar" } else { b"off" };
-                b[1] = word[0];
-                b[2] = word[1];
-                b[3] = word[2];
-                n = 4;
-            } else {
-                if label >= 10 {
-                    b[n] = b'0' + label as u8 / 10;
+/// count 0..=15, followed by `p` in `ENTRY[1]` (pinned; bar and off have no pin):
+/// its bytes in the low bytes of a little-endian `u64`, its length (at most 7,
+/// `,bar:15` or `,24:15p`) in the top byte.
+const ENTRY: [[[u64; 16]; 26]; 2] = {
+    let mut t = [[[0u64; 16]; 26]; 2];
+    let mut pinned = 0;
+    while pinned < 2 {
+        let mut label = 0;
+        while label < 26 {
+            let mut count = 0;
+            while count < 16 {
+                let mut b = [0u8; 8];
+                b[0] = b',';
+                let mut n = 1;
+                let bar_or_off = label == BAR_LABEL || label == OFF_LABEL;
+                if bar_or_off {
+                    let word = if label == BAR_LABEL { b"bar" } else { b"off" };
+                    b[1] = word[0];
+                    b[2] = word[1];
+                    b[3] = word[2];
+                    n = 4;
+                } else {
+                    if label >= 10 {
+                        b[n] = b'0' + label as u8 / 10;
+                        n += 1;
+                    }
+                    b[n] = b'0' + label as u8 % 10;
                     n += 1;
                 }
-                b[n] = b'0' + label as u8 % 10;
+                b[n] = b':';
                 n += 1;
-            }
-            b[n] = b':';
-            n += 1;
-            if count >= 10 {
-                b[n] = b'0' + count as u8 / 10;
+                if count >= 10 {
+                    b[n] = b'0' + count as u8 / 10;
+                    n += 1;
+                }
+                b[n] = b'0' + count as u8 % 10;
                 n += 1;
+                if pinned == 1 && !bar_or_off {
+                    b[n] = b'p';
+                    n += 1;
+                }
+                b[7] = n as u8;
+                t[pinned][label][count] = u64::from_le_bytes(b);
+                count += 1;
             }
-            b[n] = b'0' + count as u8 % 10;
-            n += 1;
-            b[7] = n as u8;
-            t[label][count] = u64::from_le_bytes(b);
-            count += 1;
+            label += 1;
         }
-        label += 1;
+        pinned += 1;
     }
     t
 };
 
-/// Bytes of [`IdWriter`]'s buffer (8 more for the last word written), a power of two
+/// Bytes of [`write_id`]'s buffer (8 more for the last word written), a power of two
 /// above the longest Position ID: the variant and side (9 bytes), then per side `/`
 /// and at most 26 entries (bar, 24 points, off) of at most 8 bytes (`,24:255p`), 425
 /// bytes in all.
 const ID_BUF: usize = 512;
-
-/// [`write_id`]'s text, built in a stack buffer and copied out once. Indices are taken
-/// modulo [`ID_BUF`], which the text never reaches, so no write is checked.
-struct IdWriter {
-    buf: [u8; ID_BUF + 8],
-    n: usize,
-}
-
-impl IdWriter {
-    #[inline(always)]
-    fn byte(&mut self, b: u8) {
-        self.buf[self.n & (ID_BUF - 1)] = b;
-        self.n += 1;
-    }
-
-    /// `,label:count` and `p` when pinned (labels as [`ENTRY`]'s): one word from the
-    /// table for counts up to 15 (every valid position), digit by digit above.
-    #[inline(always)]
-    fn entry(&mut self, label: usize, count: u8, pinned: bool) {
-        if count > 15 {
-            return self.entry_slow(label, count, pinned);
-        }
-        let e = ENTRY[label][count as usize];
-        let at = self.n & (ID_BUF - 1);
-        self.buf[at..at + 8].copy_from_slice(&e.to_le_bytes());
-        let len = (e >> 56) as usize;
-        // Written always, kept only when pinned.
-        self.buf[(at + len) & (ID_BUF - 1)] = b'p';
-        self.n += len + pinned as usize;
-    }
-
-    #[cold]
-    fn entry_slow(&mut self, label: usize, count: u8, pinned: bool) {
-        self.byte(b',');
-        match label {
-            BAR_LABEL => b"bar".iter().for_each(|&b| self.byte(b)),
-            OFF_LABEL => b"off".iter().for_each(|&b| self.byte(b)),
-            p => {
-                if p >= 10 {
-                    self.byte(b'0' + p as u8 / 10);
-                }
-                self.byte(b'0' + p as u8 % 10);
-            }
-        }
-        self.byte(b':');
-        if count >= 100 {
-            self.byte(b'0' + count / 100);
-        }
-        if count >= 10 {
-            self.byte(b'0' + count / 10 % 10);
-        }
-        self.byte(b'0' + count % 10);
-        if pinned {
-            self.byte(b'p');
-        }
-    }
-}
 
 /// Parses a Position ID and validates the position (R9). Errors name the field
 /// `position_id` (syntax) or the position field (R9).
@@ -825,6 +839,22 @@ mod tests {
             }
         }
         assert!(checked > 100_000, "{checked}");
+    }
+
+    /// Every single byte value at every place, and all-zero and all-set lists.
+    #[test]
+    fn nonzero_bytes_marks_exactly_the_nonzero_counts() {
+        for k in 0..24 {
+            for v in 0..=255u8 {
+                let mut c = [0u8; 24];
+                c[k] = v;
+                assert_eq!(nonzero_bytes(&c), ((v != 0) as u32) << k, "{k} {v}");
+                let mut d = [255u8; 24];
+                d[k] = v;
+                let want = 0x00ff_ffff & !(((v == 0) as u32) << k);
+                assert_eq!(nonzero_bytes(&d), want, "{k} {v}");
+            }
+        }
     }
 
     /// R5.1 pins on both sides, and the longest IDs (fifteen singletons each).
