@@ -82,10 +82,13 @@ pub fn push_id_of_board(b: &Board, variant: Variant, mover: Side, turn: Side, ou
         // Opponent's own point j is the mover's 25 - j: its path is the mover's 1..=24.
         _ => theirs.counts.copy_from_slice(&b.opp[1..=24]),
     }
-    // A pinned checker (Plakoto) is counted on its point and marked there.
-    for (pins, list, of_mover) in [
-        (b.own_pinned, &mut *mine, true),
-        (b.opp_pinned, &mut *theirs, false),
+    // A pinned checker (Plakoto) is counted on its point and marked there; on a board
+    // built by hand with both colours pinned on one point, the opponent's mark is the
+    // one kept, as in `to_position`.
+    let mover_marks = b.own_pinned & !b.opp_pinned;
+    for (pins, marks, list, of_mover) in [
+        (b.own_pinned, mover_marks, &mut *mine, true),
+        (b.opp_pinned, b.opp_pinned, &mut *theirs, false),
     ] {
         let mut m = pins & 0x01ff_fffe;
         while m != 0 {
@@ -94,7 +97,7 @@ pub fn push_id_of_board(b: &Board, variant: Variant, mover: Side, turn: Side, ou
             let own = if of_mover { i } else { flip_index(variant, i) };
             let k = 24 - own;
             list.counts[k] = list.counts[k].saturating_add(1);
-            list.pinned |= 1 << k;
+            list.pinned |= (marks >> i & 1) << k;
         }
     }
     mine.bar = b.own[BAR];
@@ -890,6 +893,19 @@ mod tests {
                 let pos = b.to_position(v, mover, mover);
                 assert_eq!(board_id(&b, v, mover, mover), reference_id(&pos));
                 assert_eq!(to_id(&pos), reference_id(&pos));
+            }
+        }
+        // Both colours pinned on own point 7 (R5.1 rules it out).
+        let mut p = Board::EMPTY;
+        p.own[7] = 1;
+        p.opp[7] = 1;
+        p.own_pinned = 1 << 7;
+        p.opp_pinned = 1 << 7;
+        p.own_pinned |= 1 << 20;
+        for v in Variant::ALL {
+            for mover in [Side::White, Side::Black] {
+                let pos = p.to_position(v, mover, mover);
+                assert_eq!(board_id(&p, v, mover, mover), reference_id(&pos));
             }
         }
         let empty = Position::empty(Variant::Portes, Side::White);
