@@ -170,65 +170,252 @@ pub fn push(moves: &[RawMove], out: &mut impl Text) {
         }
         return;
     }
-    // Fixed-size buffers (at most four moves): the service formats every legal play.
-    // A chain: the points it visits and whether each landing hit; its repeat count.
-    #[derive(Clone, Copy, PartialEq, Eq, Default)]
-    struct Chain {
-        places: [(u8, bool); 5],
-        len: usize,
-    }
-    let mut chains = [Chain::default(); 4];
+    // At most four moves: the service formats every legal play. A chain is one
+    // checker's path: its places packed one byte each (the place 0..=25, bit 7 when
+    // the checker hit or pinned there), its length in the top byte, so that chains
+    // compare as integers.
+    let mut chains = [0u64; 4];
     let mut n_chains = 0;
     for m in moves {
-        let ext = chains[..n_chains]
-            .iter_mut()
-            .rev()
-            .find(|c| c.places[c.len - 1].0 == m.from);
+        let landing = (m.to | (m.hit as u8) << 7) as u64;
+        // The latest chain that ends where this move starts, if any.
+        let ext = chains[..n_chains].iter_mut().rev().find(|c| {
+            let len = (**c >> 56) as u32;
+            (**c >> (8 * (len - 1))) as u8 & 0x7f == m.from
+        });
         match ext {
             Some(c) => {
-                c.places[c.len] = (m.to, m.hit);
-                c.len += 1;
+                let len = *c >> 56;
+                *c = (*c | landing << (8 * len)) + (1 << 56);
             }
             None => {
-                let c = &mut chains[n_chains];
-                c.places[0] = (m.from, false);
-                c.places[1] = (m.to, m.hit);
-                c.len = 2;
+                chains[n_chains] = m.from as u64 | landing << 8 | 2 << 56;
                 n_chains += 1;
             }
         }
     }
-    let mut groups = [(Chain::default(), 0usize); 4];
+    // Identical chains grouped, in the order they were first played.
+    let mut groups = [(0u64, 0u8); 4];
     let mut n_groups = 0;
-    for c in &chains[..n_chains] {
-        match groups[..n_groups].iter_mut().find(|g| g.0 == *c) {
+    for &c in &chains[..n_chains] {
+        match groups[..n_groups].iter_mut().find(|g| g.0 == c) {
             Some(g) => g.1 += 1,
             None => {
-                groups[n_groups] = (*c, 1);
+                groups[n_groups] = (c, 1);
                 n_groups += 1;
             }
         }
     }
-    for (i, (c, n)) in groups[..n_groups].iter().enumerate() {
+    // The text is built in a stack buffer and appended once.
+    let mut text = Line {
+        buf: [0; LINE + 4],
+        n: 0,
+    };
+    for (i, &(c, n)) in groups[..n_groups].iter().enumerate() {
         if i > 0 {
-            out.ascii(b" ");
+            text.byte(b' ');
         }
-        for (k, &(p, hit)) in c.places[..c.len].iter().enumerate() {
+        for k in 0..(c >> 56) as usize {
             if k > 0 {
-                out.ascii(b"/");
+                text.byte(b'/');
             }
-            match p {
-                25 => out.ascii(b"bar"),
-                0 => out.ascii(b"off"),
-                p if p >= 10 => out.ascii(&[b'0' + p / 10, b'0' + p % 10]),
-                p => out.ascii(&[b'0' + p]),
-            }
-            if hit {
-                out.ascii(b"*");
+            let p = (c >> (8 * k)) as u8;
+            let (word, len) = PLACE[(p & 0x7f) as usize];
+            text.word(word, len as usize);
+            if p & 0x80 != 0 {
+                text.byte(b'*');
             }
         }
-        if *n > 1 {
-            out.ascii(&[b'(', b'0' + *n as u8, b')']);
+        if n > 1 {
+            text.word([b'(', b'0' + n, b')', 0], 3);
         }
+    }
+    out.ascii(&text.buf[..text.n.min(LINE)]);
+}
+
+/// The text of a place (own numbering: 0 off, 1..=24 a point, 25 bar; the rest, which
+/// no move has, as a number) and its length.
+const PLACE: [([u8; 4], u8); 128] = {
+    let mut t = [([0u8; 4], 0u8); 128];
+    let mut p = 0;
+    while p < 128 {
+        let d = [
+            b'0' + p as u8 / 100,
+            b'0' + p as u8 / 10 % 10,
+            b'0' + p as u8 % 10,
+        ];
+        t[p] = match p {
+            0 => (*b"off\0", 3),
+            25 => (*b"bar\0", 3),
+            1..=9 => ([d[2], 0, 0, 0], 1),
+            10..=99 => ([d[1], d[2], 0, 0], 2),
+            _ => ([d[0], d[1], d[2], 0], 3),
+        };
+        p += 1;
+    }
+    t
+};
+
+/// Bytes of [`Line`]: more than the longest notation of four moves (at most eight
+/// places of at most three bytes such as `bar` or `24*`, seven separators and four
+/// `(n)`: 43 bytes).
+const LINE: usize = 64;
+
+/// One turn's notation built in a stack buffer. Indices are taken modulo [`LINE`],
+/// which the text never reaches, so no write is checked.
+struct Line {
+    buf: [u8; LINE + 4],
+    n: usize,
+}
+
+impl Line {
+    #[inline(always)]
+    fn byte(&mut self, c: u8) {
+        self.buf[self.n & (LINE - 1)] = c;
+        self.n += 1;
+    }
+
+    /// The first `len` bytes of `word` (the rest is written and then overwritten).
+    #[inline(always)]
+    fn word(&mut self, word: [u8; 4], len: usize) {
+        let at = self.n & (LINE - 1);
+        self.buf[at..at + 4].copy_from_slice(&word);
+        self.n += len;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::corpus::random_positions;
+    use crate::rules::play::legal_raw_plays;
+    use crate::rules::{Dice, Variant};
+
+    /// The notation of `moves` (at most four) by the rule as written in [`format`]'s
+    /// documentation, with vectors and strings: the reference for the packed chains.
+    fn reference(moves: &[RawMove]) -> String {
+        if moves.is_empty() {
+            return "pass".into();
+        }
+        let mut chains: Vec<Vec<(u8, bool)>> = Vec::new();
+        for m in moves {
+            match chains
+                .iter_mut()
+                .rev()
+                .find(|c| c.last().unwrap().0 == m.from)
+            {
+                Some(c) => c.push((m.to, m.hit)),
+                None => chains.push(vec![(m.from, false), (m.to, m.hit)]),
+            }
+        }
+        let mut groups: Vec<(Vec<(u8, bool)>, usize)> = Vec::new();
+        for c in chains {
+            match groups.iter_mut().find(|g| g.0 == c) {
+                Some(g) => g.1 += 1,
+                None => groups.push((c, 1)),
+            }
+        }
+        let items: Vec<String> = groups
+            .iter()
+            .map(|(c, n)| {
+                let places: Vec<String> = c
+                    .iter()
+                    .map(|&(p, hit)| {
+                        let name = match p {
+                            0 => "off".to_string(),
+                            25 => "bar".to_string(),
+                            p => p.to_string(),
+                        };
+                        format!("{name}{}", if hit { "*" } else { "" })
+                    })
+                    .collect();
+                let repeat = if *n > 1 {
+                    format!("({n})")
+                } else {
+                    String::new()
+                };
+                format!("{}{repeat}", places.join("/"))
+            })
+            .collect();
+        items.join(" ")
+    }
+
+    /// Every legal play of every roll of random positions of the three games (R3–R8:
+    /// hits, pins, bar entries, bearing off, doubles): the same text as the reference.
+    #[test]
+    fn notation_of_every_play_matches_the_reference() {
+        let mut plays = 0;
+        for v in Variant::ALL {
+            for pos in random_positions(v, 11, 150) {
+                if pos.game_over().is_some() {
+                    continue;
+                }
+                for d1 in 1..=6 {
+                    for d2 in d1..=6 {
+                        for p in legal_raw_plays(&pos, Dice::new(d1, d2).unwrap()).unwrap() {
+                            assert_eq!(format(p.moves()), reference(p.moves()));
+                            let mut bytes = Vec::new();
+                            push(p.moves(), &mut bytes);
+                            assert_eq!(bytes, reference(p.moves()).into_bytes());
+                            plays += 1;
+                        }
+                    }
+                }
+            }
+        }
+        assert!(plays > 50_000, "{plays}");
+    }
+
+    /// Chains that meet: a checker's path continued by the latest chain ending there,
+    /// repeats counted, a hit on the way (R4).
+    #[test]
+    fn chains_and_repeats() {
+        let m = |from, to, hit| RawMove {
+            from,
+            to,
+            die: 0,
+            hit,
+        };
+        for moves in [
+            vec![
+                m(24, 20, false),
+                m(20, 16, true),
+                m(24, 20, false),
+                m(20, 16, false),
+            ],
+            vec![
+                m(13, 9, false),
+                m(13, 9, false),
+                m(9, 5, false),
+                m(9, 5, false),
+            ],
+            vec![m(25, 22, true), m(22, 19, false), m(6, 0, false)],
+            vec![
+                m(3, 0, false),
+                m(3, 0, false),
+                m(2, 0, false),
+                m(1, 0, false),
+            ],
+        ] {
+            assert_eq!(format(&moves), reference(&moves));
+        }
+        assert_eq!(
+            format(&[
+                m(24, 20, false),
+                m(20, 16, true),
+                m(24, 20, false),
+                m(20, 16, false)
+            ]),
+            "24/20/16* 24/20/16"
+        );
+        assert_eq!(
+            format(&[
+                m(13, 9, false),
+                m(13, 9, false),
+                m(9, 5, false),
+                m(9, 5, false)
+            ]),
+            "13/9/5(2)"
+        );
     }
 }

@@ -21,7 +21,7 @@
 //! roll first, then the side on roll, each of its own points 1..24 then its bar, one
 //! `1` bit per checker then a `0`; packed little-endian; base64 without padding.
 
-use super::board::{Board, BAR, OFF};
+use super::board::{flip_index, Board, BAR, OFF};
 use super::position::{Clip, Position, RulesError, CHECKERS};
 use super::types::{Side, Variant};
 use base64::engine::general_purpose::STANDARD_NO_PAD;
@@ -37,53 +37,201 @@ pub fn to_id(pos: &Position) -> String {
 /// Appends the canonical Position ID of `pos` to `out` (ASCII), as [`to_id`] without
 /// a `String` of its own: the service writes one ID per legal play into its response.
 pub fn push_id(pos: &Position, out: &mut Vec<u8>) {
-    // Written byte by byte into a stack buffer, then copied once.
-    let mut w = IdWriter {
-        buf: [0u8; ID_BUF],
-        n: 0,
-    };
-    for &b in pos.variant.name().as_bytes() {
-        w.byte(b);
-    }
-    w.byte(b'/');
-    w.byte(if pos.turn == Side::White { b'w' } else { b'b' });
+    let mut sides = [SideList::EMPTY; 2];
     for side in [Side::White, Side::Black] {
-        w.byte(b'/');
-        let start = w.n;
-        if pos.bar[side.index()] > 0 {
-            w.entry(start, *b"bar", pos.bar[side.index()], false);
-        }
+        let list = &mut sides[side.index()];
         let path = &PATHS[path_index(pos.variant, side)];
-        let count = |printed: u8| {
-            let pt = &pos.points[printed as usize - 1];
-            match side {
-                Side::White => pt.white,
-                Side::Black => pt.black,
-            }
-        };
-        // The side's occupied points as bits in path order, gathered without a branch
-        // per point (which point is occupied is as good as random: a branch on it
-        // mispredicted about half the time), then visited in that order.
-        let mut occupied = 0u32;
         for (k, &printed) in path.iter().enumerate() {
-            occupied |= ((count(printed) > 0) as u32) << k;
+            let pt = &pos.points[printed as usize - 1];
+            list.counts[k] = pt.count(side);
+            list.pinned |= ((pt.pinned == Some(side)) as u32) << k;
         }
-        while occupied != 0 {
-            let printed = path[occupied.trailing_zeros() as usize];
-            occupied &= occupied - 1;
-            let place = if printed >= 10 {
-                [b'0' + printed / 10, b'0' + printed % 10, 0]
-            } else {
-                [b'0' + printed, 0, 0]
-            };
-            let pinned = pos.points[printed as usize - 1].pinned == Some(side);
-            w.entry(start, place, count(printed), pinned);
+        list.bar = pos.bar[side.index()];
+        list.off = pos.off[side.index()];
+    }
+    write_id(pos.variant, pos.turn, &sides, out);
+}
+
+/// Appends the Position ID of `b.to_position(variant, mover, turn)` (`b` is `mover`'s
+/// board, [`Board`]) to `out`, without building the [`Position`]: the same bytes as
+/// [`push_id`] of that position. The service writes one per legal play of a
+/// `PLAY_DETAIL_COMPACT` answer, straight from the generator's board.
+pub fn push_id_of_board(b: &Board, variant: Variant, mover: Side, turn: Side, out: &mut Vec<u8>) {
+    let mut sides = [SideList::EMPTY; 2];
+    // Each side's path runs from its own point 24 to its own point 1 (R1), so the
+    // mover's list is its own indices from 24 down; the opponent's own point j is the
+    // mover's index `flip_index(variant, j)`.
+    let (mine, theirs) = match mover {
+        Side::White => sides.split_at_mut(1),
+        Side::Black => {
+            let (w, bl) = sides.split_at_mut(1);
+            (bl, w)
         }
-        if pos.off[side.index()] > 0 {
-            w.entry(start, *b"off", pos.off[side.index()], false);
+    };
+    let (mine, theirs) = (&mut mine[0], &mut theirs[0]);
+    mine.counts.copy_from_slice(&b.own[1..=24]);
+    mine.counts.reverse();
+    match variant {
+        Variant::Fevga => {
+            // Opponent's own 24..=13 is the mover's 12..=1, own 12..=1 the mover's 24..=13.
+            theirs.counts[..12].copy_from_slice(&b.opp[1..=12]);
+            theirs.counts[..12].reverse();
+            theirs.counts[12..].copy_from_slice(&b.opp[13..=24]);
+            theirs.counts[12..].reverse();
+        }
+        // Opponent's own point j is the mover's 25 - j: its path is the mover's 1..=24.
+        _ => theirs.counts.copy_from_slice(&b.opp[1..=24]),
+    }
+    // A pinned checker (Plakoto) is counted on its point and marked there; on a board
+    // built by hand with both colours pinned on one point, the opponent's mark is the
+    // one kept, as in `to_position`.
+    let mover_marks = b.own_pinned & !b.opp_pinned;
+    for (pins, marks, list, of_mover) in [
+        (b.own_pinned, mover_marks, &mut *mine, true),
+        (b.opp_pinned, b.opp_pinned, &mut *theirs, false),
+    ] {
+        let mut m = pins & 0x01ff_fffe;
+        while m != 0 {
+            let i = m.trailing_zeros() as usize;
+            m &= m - 1;
+            let own = if of_mover { i } else { flip_index(variant, i) };
+            let k = 24 - own;
+            list.counts[k] = list.counts[k].saturating_add(1);
+            list.pinned |= (marks >> i & 1) << k;
         }
     }
-    out.extend_from_slice(&w.buf[..w.n]);
+    mine.bar = b.own[BAR];
+    mine.off = b.own[OFF];
+    theirs.bar = b.opp[BAR];
+    theirs.off = b.opp[OFF];
+    write_id(variant, turn, &sides, out);
+}
+
+/// One side's checkers as its list in a Position ID: `counts[k]` on the `k`-th point of
+/// its path ([`PATHS`]), bit `k` of `pinned` when its bottom checker there is pinned.
+#[derive(Clone, Copy)]
+struct SideList {
+    bar: u8,
+    counts: [u8; 24],
+    pinned: u32,
+    off: u8,
+}
+
+impl SideList {
+    const EMPTY: SideList = SideList {
+        bar: 0,
+        counts: [0; 24],
+        pinned: 0,
+        off: 0,
+    };
+}
+
+/// The Position ID from its parts (White's list, then Black's, by [`Side::index`]).
+fn write_id(variant: Variant, turn: Side, sides: &[SideList; 2], out: &mut Vec<u8>) {
+    // Written into a stack buffer, then copied once; `n` is the length so far.
+    let mut buf = [0u8; ID_BUF + 8];
+    let (prefix, len) = PREFIX[variant as usize][turn.index()];
+    buf[..16].copy_from_slice(&prefix);
+    let mut n = len as usize;
+    for side in [Side::White, Side::Black] {
+        let list = &sides[side.index()];
+        let labels = &PATHS[path_index(variant, side)];
+        // Every entry is written after a comma; the side's first comma becomes the `/`.
+        let start = n;
+        if list.bar > 0 {
+            n = entry(&mut buf, n, BAR_LABEL, list.bar, 0);
+        }
+        // The occupied points as bits in path order, gathered without a branch per
+        // point (which point is occupied is as good as random: a branch on it
+        // mispredicted about half the time), then visited in that order.
+        let mut occupied = nonzero_bytes(&list.counts);
+        while occupied != 0 {
+            let k = occupied.trailing_zeros() as usize;
+            occupied &= occupied - 1;
+            let pinned = (list.pinned >> k & 1) as usize;
+            n = entry(&mut buf, n, labels[k] as usize, list.counts[k], pinned);
+        }
+        if list.off > 0 {
+            n = entry(&mut buf, n, OFF_LABEL, list.off, 0);
+        }
+        if n == start {
+            // No checker listed (never a valid position).
+            buf[n] = b'/';
+            n += 1;
+        } else {
+            buf[start] = b'/';
+        }
+    }
+    out.extend_from_slice(&buf[..n.min(ID_BUF)]);
+}
+
+/// Bit `k` set when `counts[k]` is not 0, eight bytes at a time.
+#[inline(always)]
+fn nonzero_bytes(counts: &[u8; 24]) -> u32 {
+    const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+    let mut mask = 0u32;
+    for (w, chunk) in counts.chunks_exact(8).enumerate() {
+        let x = u64::from_le_bytes(chunk.try_into().expect("8 bytes"));
+        // The top bit of each byte: set when the byte is not 0.
+        let top = ((x & LOW7).wrapping_add(LOW7) | x) & !LOW7;
+        // Those eight bits gathered into one byte, byte i's into bit i.
+        let bits = (top >> 7).wrapping_mul(0x0102_0408_1020_4080) >> 56;
+        mask |= (bits as u32) << (8 * w);
+    }
+    mask
+}
+
+/// Writes `,label:count` (and `p` when `pinned` is 1) at `n` in `buf` and returns the
+/// new length: one word from [`ENTRY`] for counts up to 15 (every valid position),
+/// digit by digit above. Indices are taken modulo [`ID_BUF`], which a Position ID
+/// never reaches, so no write is checked.
+#[inline(always)]
+fn entry(buf: &mut [u8; ID_BUF + 8], n: usize, label: usize, count: u8, pinned: usize) -> usize {
+    if count > 15 {
+        return entry_slow(buf, n, label, count, pinned == 1);
+    }
+    let e = ENTRY[pinned][label][count as usize];
+    let at = n & (ID_BUF - 1);
+    buf[at..at + 8].copy_from_slice(&e.to_le_bytes());
+    n + (e >> 56) as usize
+}
+
+/// [`entry`] for counts above 15 (a board built by hand).
+#[cold]
+fn entry_slow(
+    buf: &mut [u8; ID_BUF + 8],
+    mut n: usize,
+    label: usize,
+    count: u8,
+    pinned: bool,
+) -> usize {
+    let mut byte = |b: u8| {
+        buf[n & (ID_BUF - 1)] = b;
+        n += 1;
+    };
+    byte(b',');
+    match label {
+        BAR_LABEL => b"bar".iter().for_each(|&b| byte(b)),
+        OFF_LABEL => b"off".iter().for_each(|&b| byte(b)),
+        p => {
+            if p >= 10 {
+                byte(b'0' + p as u8 / 10);
+            }
+            byte(b'0' + p as u8 % 10);
+        }
+    }
+    byte(b':');
+    if count >= 100 {
+        byte(b'0' + count / 100);
+    }
+    if count >= 10 {
+        byte(b'0' + count / 10 % 10);
+    }
+    byte(b'0' + count % 10);
+    if pinned {
+        byte(b'p');
+    }
+    n
 }
 
 /// Each side's printed points in the order of its path (own 24 down to own 1, R1),
@@ -110,54 +258,109 @@ fn path_index(variant: Variant, side: Side) -> usize {
     }
 }
 
-/// Bytes of [`IdWriter`]'s buffer, a power of two above the longest Position ID:
-/// the variant and side (9 bytes), then per side `/` and at most 26 entries (bar, 24
-/// points, off) of at most 8 bytes (`,24:255p`), 425 bytes in all.
-const ID_BUF: usize = 512;
-
-/// [`push_id`]'s text, built in a stack buffer and copied out once. Indices are taken
-/// modulo the buffer's size, which the text never reaches, so no write is checked.
-struct IdWriter {
-    buf: [u8; ID_BUF],
-    n: usize,
-}
-
-impl IdWriter {
-    #[inline(always)]
-    fn byte(&mut self, b: u8) {
-        self.buf[self.n & (ID_BUF - 1)] = b;
-        self.n += 1;
-    }
-
-    /// `place:count` (and `p` when pinned), after a comma unless first since `start`;
-    /// `place` ends at its first zero byte.
-    #[inline(always)]
-    fn entry(&mut self, start: usize, place: [u8; 3], count: u8, pinned: bool) {
-        if self.n > start {
-            self.byte(b',');
-        }
-        for b in place {
-            if b != 0 {
-                self.byte(b);
+/// `variant/side` of a Position ID (`portes/w`), by variant (in [`Variant::ALL`]'s
+/// order) and side to move, with its length.
+const PREFIX: [[([u8; 16], u8); 2]; 3] = {
+    let mut t = [[([0u8; 16], 0u8); 2]; 3];
+    let names: [&[u8]; 3] = [b"portes", b"plakoto", b"fevga"];
+    let mut v = 0;
+    while v < 3 {
+        let name = names[v];
+        let mut s = 0;
+        while s < 2 {
+            let mut i = 0;
+            while i < name.len() {
+                t[v][s].0[i] = name[i];
+                i += 1;
             }
+            t[v][s].0[i] = b'/';
+            t[v][s].0[i + 1] = if s == 0 { b'w' } else { b'b' };
+            t[v][s].1 = i as u8 + 2;
+            s += 1;
         }
-        self.byte(b':');
-        if count >= 100 {
-            self.byte(b'0' + count / 100);
-        }
-        if count >= 10 {
-            self.byte(b'0' + count / 10 % 10);
-        }
-        self.byte(b'0' + count % 10);
-        if pinned {
-            self.byte(b'p');
-        }
+        v += 1;
     }
-}
+    t
+};
+
+/// The labels of [`ENTRY`] besides the printed points 1..=24.
+const BAR_LABEL: usize = 0;
+const OFF_LABEL: usize = 25;
+
+/// `,label:count` for every label (0 `bar`, 1..=24 the printed point, 25 `off`) and
+/// count 0..=15, followed by `p` in `ENTRY[1]` (pinned; bar and off have no pin):
+/// its bytes in the low bytes of a little-endian `u64`, its length (at most 7,
+/// `,bar:15` or `,24:15p`) in the top byte.
+const ENTRY: [[[u64; 16]; 26]; 2] = {
+    let mut t = [[[0u64; 16]; 26]; 2];
+    let mut pinned = 0;
+    while pinned < 2 {
+        let mut label = 0;
+        while label < 26 {
+            let mut count = 0;
+            while count < 16 {
+                let mut b = [0u8; 8];
+                b[0] = b',';
+                let mut n = 1;
+                let bar_or_off = label == BAR_LABEL || label == OFF_LABEL;
+                if bar_or_off {
+                    let word = if label == BAR_LABEL { b"bar" } else { b"off" };
+                    b[1] = word[0];
+                    b[2] = word[1];
+                    b[3] = word[2];
+                    n = 4;
+                } else {
+                    if label >= 10 {
+                        b[n] = b'0' + label as u8 / 10;
+                        n += 1;
+                    }
+                    b[n] = b'0' + label as u8 % 10;
+                    n += 1;
+                }
+                b[n] = b':';
+                n += 1;
+                if count >= 10 {
+                    b[n] = b'0' + count as u8 / 10;
+                    n += 1;
+                }
+                b[n] = b'0' + count as u8 % 10;
+                n += 1;
+                if pinned == 1 && !bar_or_off {
+                    b[n] = b'p';
+                    n += 1;
+                }
+                b[7] = n as u8;
+                t[pinned][label][count] = u64::from_le_bytes(b);
+                count += 1;
+            }
+            label += 1;
+        }
+        pinned += 1;
+    }
+    t
+};
+
+/// Bytes of [`write_id`]'s buffer (8 more for the last word written), a power of two
+/// above the longest Position ID: the variant and side (9 bytes), then per side `/`
+/// and at most 26 entries (bar, 24 points, off) of at most 8 bytes (`,24:255p`), 425
+/// bytes in all.
+const ID_BUF: usize = 512;
 
 /// Parses a Position ID and validates the position (R9). Errors name the field
 /// `position_id` (syntax) or the position field (R9).
 pub fn from_id(id_text: &str) -> Result<Position, RulesError> {
+    // The canonical text (what `to_id` writes, what clients mostly send) read in one
+    // pass; anything else by the general parser, which also explains errors.
+    if let Some(pos) = parse_canonical(id_text.as_bytes()) {
+        pos.validate()?;
+        return Ok(pos);
+    }
+    from_id_general(id_text)
+}
+
+/// [`from_id`] by the general parser: spaces, capitals, leading zeros and any order
+/// of items accepted, errors explained.
+fn from_id_general(id_text: &str) -> Result<Position, RulesError> {
     let (id, shown) = (id_text, Clip(id_text));
     let bad = |reason: String| RulesError::invalid("position_id", reason);
     let parts: Vec<&str> = id.trim().split('/').collect();
@@ -188,6 +391,93 @@ pub fn from_id(id_text: &str) -> Result<Position, RulesError> {
     }
     pos.validate()?;
     Ok(pos)
+}
+
+/// The position of a Position ID in the strict form: lower-case variant, `w` or `b`,
+/// items `place:count` (`p` after a pinned point's count) without spaces, leading
+/// zeros, repeated places or empty items. Not validated. `None` for any other text,
+/// valid or not, and for a pin on a point already pinned for the other side: the
+/// general parser reads those (and gives the same position for every text this
+/// accepts, tested).
+fn parse_canonical(id: &[u8]) -> Option<Position> {
+    let (variant, rest) = if let Some(r) = id.strip_prefix(b"portes/") {
+        (Variant::Portes, r)
+    } else if let Some(r) = id.strip_prefix(b"plakoto/") {
+        (Variant::Plakoto, r)
+    } else {
+        (Variant::Fevga, id.strip_prefix(b"fevga/")?)
+    };
+    let turn = match rest.first()? {
+        b'w' => Side::White,
+        b'b' => Side::Black,
+        _ => return None,
+    };
+    // A number 1..=99 without a leading zero at `i`: its value and the index after it.
+    let number = |i: usize| -> Option<(u8, usize)> {
+        let d0 = rest.get(i).filter(|d| (b'1'..=b'9').contains(d))?;
+        match rest.get(i + 1) {
+            Some(d1) if d1.is_ascii_digit() => {
+                if rest.get(i + 2).is_some_and(u8::is_ascii_digit) {
+                    return None;
+                }
+                Some(((d0 - b'0') * 10 + (d1 - b'0'), i + 2))
+            }
+            _ => Some((d0 - b'0', i + 1)),
+        }
+    };
+    let mut pos = Position::empty(variant, turn);
+    let mut i = 1;
+    for side in [Side::White, Side::Black] {
+        if rest.get(i) != Some(&b'/') {
+            return None;
+        }
+        i += 1;
+        let mut seen = 0u32;
+        loop {
+            let slot = if rest[i..].starts_with(b"bar:") {
+                i += 4;
+                BAR
+            } else if rest[i..].starts_with(b"off:") {
+                i += 4;
+                OFF
+            } else {
+                let (p, next) = number(i).filter(|&(p, _)| p <= 24)?;
+                if rest.get(next) != Some(&b':') {
+                    return None;
+                }
+                i = next + 1;
+                p as usize
+            };
+            let (n, next) = number(i).filter(|&(n, _)| n <= CHECKERS)?;
+            i = next;
+            let pinned = rest.get(i) == Some(&b'p');
+            i += pinned as usize;
+            if seen >> slot & 1 == 1 {
+                return None;
+            }
+            seen |= 1 << slot;
+            match slot {
+                BAR if !pinned => pos.bar[side.index()] = n,
+                OFF if !pinned => pos.off[side.index()] = n,
+                BAR | OFF => return None,
+                p => {
+                    let pt = pos.point_mut(p as u8);
+                    *pt.count_mut(side) = n;
+                    if pinned {
+                        if pt.pinned.is_some_and(|o| o != side) {
+                            return None;
+                        }
+                        pt.pinned = Some(side);
+                    }
+                }
+            }
+            if rest.get(i) != Some(&b',') {
+                break;
+            }
+            i += 1;
+        }
+    }
+    (i == rest.len()).then_some(pos)
 }
 
 /// Parses one side's list into `pos`; on error returns the reason.
@@ -433,4 +723,196 @@ macro_rules! pos {
             &[$((stringify!($bp), $bn, !<[&str]>::is_empty(&[$(stringify!($bpin))?]))),*],
         )
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::corpus::random_positions;
+    use crate::rules::play::legal_raw_plays;
+    use crate::rules::Dice;
+
+    /// The canonical Position ID spelled out from the module grammar, item by item: the
+    /// reference for the table-driven writer.
+    fn reference_id(pos: &Position) -> String {
+        let mut lists = Vec::new();
+        for side in [Side::White, Side::Black] {
+            let mut items = Vec::new();
+            if pos.bar[side.index()] > 0 {
+                items.push(format!("bar:{}", pos.bar[side.index()]));
+            }
+            for own in (1..=24).rev() {
+                let printed = Position::printed_point(pos.variant, side, own);
+                let pt = pos.point(printed);
+                if pt.count(side) > 0 {
+                    let pin = if pt.pinned == Some(side) { "p" } else { "" };
+                    items.push(format!("{printed}:{}{pin}", pt.count(side)));
+                }
+            }
+            if pos.off[side.index()] > 0 {
+                items.push(format!("off:{}", pos.off[side.index()]));
+            }
+            lists.push(items.join(","));
+        }
+        let turn = if pos.turn == Side::White { "w" } else { "b" };
+        format!("{}/{turn}/{}/{}", pos.variant.name(), lists[0], lists[1])
+    }
+
+    fn board_id(b: &Board, variant: Variant, mover: Side, turn: Side) -> String {
+        let mut v = Vec::new();
+        push_id_of_board(b, variant, mover, turn, &mut v);
+        String::from_utf8(v).unwrap()
+    }
+
+    /// Every roll of random positions of each variant: the ID of every position and of
+    /// every play's board (both sides to move) is the grammar's, and the board's is
+    /// the position's.
+    #[test]
+    fn ids_of_positions_and_boards_follow_the_grammar() {
+        let mut boards = 0;
+        for v in Variant::ALL {
+            for pos in random_positions(v, 7, 120) {
+                assert_eq!(to_id(&pos), reference_id(&pos));
+                if pos.game_over().is_some() {
+                    continue;
+                }
+                for d1 in 1..=6 {
+                    for d2 in d1..=6 {
+                        let dice = Dice::new(d1, d2).unwrap();
+                        for p in legal_raw_plays(&pos, dice).unwrap() {
+                            let mover = pos.turn;
+                            for turn in [mover.opponent(), mover] {
+                                let after = p.board.to_position(v, mover, turn);
+                                let want = reference_id(&after);
+                                assert_eq!(to_id(&after), want);
+                                assert_eq!(board_id(&p.board, v, mover, turn), want);
+                                boards += 1;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert!(boards > 20_000, "{boards}");
+    }
+
+    /// The one-pass reading of canonical IDs gives what the general parser gives, on
+    /// every position of random games and on texts a byte away from them (deleted,
+    /// doubled, replaced by a separator, a digit, a capital, a space): the same
+    /// position or the same error.
+    #[test]
+    fn canonical_reading_agrees_with_the_general_parser() {
+        let mut texts = Vec::new();
+        for v in Variant::ALL {
+            for pos in random_positions(v, 5, 150) {
+                let id = to_id(&pos);
+                assert!(parse_canonical(id.as_bytes()).is_some(), "{id}");
+                texts.push(id);
+            }
+        }
+        texts.extend(
+            [
+                "plakoto/w/24:14,3:1/1:14,3:1p",
+                "plakoto/b/20:1p,5:1,3:13/1:10,5:1p,20:1,24:3",
+                "portes/b/bar:1,6:11,off:3/1:15",
+                "fevga/w/2:1,1:2,off:12/12:15",
+            ]
+            .map(String::from),
+        );
+        let mut checked = 0;
+        for id in &texts {
+            let b = id.as_bytes();
+            let mut variants = vec![id.clone()];
+            for i in 0..b.len() {
+                let mut del = b.to_vec();
+                del.remove(i);
+                let mut dup = b.to_vec();
+                dup.insert(i, b[i]);
+                variants.push(String::from_utf8(del).unwrap());
+                variants.push(String::from_utf8(dup).unwrap());
+                for c in [b',', b':', b'/', b'p', b'0', b'1', b'9', b' ', b'W', b'x'] {
+                    let mut r = b.to_vec();
+                    r[i] = c;
+                    variants.push(String::from_utf8(r).unwrap());
+                }
+            }
+            for t in variants {
+                assert_eq!(from_id(&t), from_id_general(&t), "{t:?}");
+                checked += 1;
+            }
+        }
+        assert!(checked > 100_000, "{checked}");
+    }
+
+    /// Every single byte value at every place, and all-zero and all-set lists.
+    #[test]
+    fn nonzero_bytes_marks_exactly_the_nonzero_counts() {
+        for k in 0..24 {
+            for v in 0..=255u8 {
+                let mut c = [0u8; 24];
+                c[k] = v;
+                assert_eq!(nonzero_bytes(&c), ((v != 0) as u32) << k, "{k} {v}");
+                let mut d = [255u8; 24];
+                d[k] = v;
+                let want = 0x00ff_ffff & !(((v == 0) as u32) << k);
+                assert_eq!(nonzero_bytes(&d), want, "{k} {v}");
+            }
+        }
+    }
+
+    /// R5.1 pins on both sides, and the longest IDs (fifteen singletons each).
+    #[test]
+    fn ids_with_pins_and_many_points() {
+        for id in [
+            "plakoto/w/24:14,3:1/1:14,3:1p",
+            "plakoto/b/20:1p,5:1,3:13/1:10,5:1p,20:1,24:3",
+            "plakoto/w/15:1,14:1,13:1,12:1,11:1,10:1,9:1,8:1,7:1,6:1,5:1,4:1,3:1,2:1,1:1/16:1,17:1,18:1,19:1,20:1,21:1,22:1,23:1,24:7",
+            "fevga/b/24:14,13:1/12:10,2:1,23:1,14:3",
+            "portes/b/bar:1,6:11,off:3/1:15",
+        ] {
+            let pos = from_id(id).unwrap();
+            assert_eq!(to_id(&pos), id);
+            for mover in [Side::White, Side::Black] {
+                let b = Board::from_position(&pos, mover);
+                assert_eq!(board_id(&b, pos.variant, mover, pos.turn), id, "{mover:?}");
+            }
+        }
+    }
+
+    /// Boards built by hand that are no valid position still give the grammar's text:
+    /// counts above 15 (written digit by digit) and a side with no checker at all.
+    #[test]
+    fn ids_of_boards_built_by_hand() {
+        let mut b = Board::EMPTY;
+        b.own[24] = 200;
+        b.own[BAR] = 16;
+        b.opp[3] = 15;
+        b.opp[OFF] = 99;
+        for v in Variant::ALL {
+            for mover in [Side::White, Side::Black] {
+                let pos = b.to_position(v, mover, mover);
+                assert_eq!(board_id(&b, v, mover, mover), reference_id(&pos));
+                assert_eq!(to_id(&pos), reference_id(&pos));
+            }
+        }
+        // Both colours pinned on own point 7 (R5.1 rules it out).
+        let mut p = Board::EMPTY;
+        p.own[7] = 1;
+        p.opp[7] = 1;
+        p.own_pinned = 1 << 7;
+        p.opp_pinned = 1 << 7;
+        p.own_pinned |= 1 << 20;
+        for v in Variant::ALL {
+            for mover in [Side::White, Side::Black] {
+                let pos = p.to_position(v, mover, mover);
+                assert_eq!(board_id(&p, v, mover, mover), reference_id(&pos));
+            }
+        }
+        let empty = Position::empty(Variant::Portes, Side::White);
+        assert_eq!(to_id(&empty), "portes/w//");
+        assert_eq!(
+            board_id(&Board::EMPTY, Variant::Fevga, Side::Black, Side::White),
+            "fevga/w//"
+        );
+    }
 }

@@ -91,8 +91,9 @@ fn proto_position_field(core: &str) -> String {
 /// A structured position, checked against R9. Error fields are under `prefix`.
 pub fn position_from_pb(p: &pb::Position, prefix: &str) -> Result<Position, ServiceError> {
     let f = |name: &str| join_path(prefix, name);
-    let variant = variant_from_pb(p.variant, &f("variant"))?;
-    let turn = side_from_pb(p.side_to_move, &f("side_to_move"))?;
+    // Field paths are built only for an error.
+    let variant = variant_from_pb(p.variant, "variant").map_err(|e| e.at(prefix))?;
+    let turn = side_from_pb(p.side_to_move, "side_to_move").map_err(|e| e.at(prefix))?;
     if p.points.len() != 24 {
         return Err(ServiceError::invalid(
             f("points"),
@@ -244,9 +245,10 @@ pub fn dice_from_pb(d: Option<&pb::Dice>, field: &str) -> Result<Dice, ServiceEr
     let d = d.ok_or_else(|| {
         ServiceError::invalid(field, "dice are required: {die1: 1..6, die2: 1..6}")
     })?;
+    // The field path is built only for an error.
     let (a, b) = (
-        die(d.die1, &join_path(field, "die1"))?,
-        die(d.die2, &join_path(field, "die2"))?,
+        die(d.die1, "die1").map_err(|e| e.at(field))?,
+        die(d.die2, "die2").map_err(|e| e.at(field))?,
     );
     Dice::new(a, b).at("")
 }

@@ -23,7 +23,7 @@ use crate::rules::board::Board;
 use crate::rules::movegen::{RawMove, RawPlay};
 use crate::rules::notation;
 use crate::rules::play::to_location;
-use crate::rules::position_id::{push_gnubg_id, push_id};
+use crate::rules::position_id::{push_gnubg_id, push_id, push_id_of_board};
 use crate::rules::{Dice, Location, Outcome, Position, Side, Variant};
 use bytes::BufMut;
 
@@ -151,33 +151,62 @@ fn location(l: Location) -> ([u8; 2], usize) {
     }
 }
 
+/// The `Location` bytes (key and value; every one is two bytes) of a move's `from`
+/// and `to` by the generator's own index 0..=25, for each variant (in
+/// [`Variant::ALL`]'s order) and mover (by [`Side::index`]), as
+/// [`to_location`] converts them: built once from it.
+type MoveLocations = [[[[[u8; 2]; 26]; 2]; 2]; 3];
+
+static MOVE_LOCATIONS: std::sync::LazyLock<MoveLocations> = std::sync::LazyLock::new(|| {
+    let mut t = [[[[[0u8; 2]; 26]; 2]; 2]; 3];
+    for (v, variant) in Variant::ALL.into_iter().enumerate() {
+        for mover in [Side::White, Side::Black] {
+            for own in 0..26u8 {
+                for (k, is_from) in [(0, true), (1, false)] {
+                    let (loc, len) = location(to_location(variant, mover, own, is_from));
+                    debug_assert_eq!(len, 2);
+                    t[v][mover.index()][k][own as usize] = loc;
+                }
+            }
+        }
+    }
+    t
+});
+
 /// `Move` (every part of it is a few bytes, so its length is one byte), from the
-/// generator's move of `mover` as [`crate::rules::legal_plays`] converts it.
-fn put_move(out: &mut Vec<u8>, variant: Variant, mover: Side, m: &RawMove) {
-    let from = to_location(variant, mover, m.from, true);
-    let to = to_location(variant, mover, m.to, false);
-    let mut b = [0u8; 14];
-    b[0] = 1 << 3 | LEN;
-    let mut n = 2;
-    for (field, l) in [(1u8, from), (2, to)] {
-        let (loc, len) = location(l);
-        b[n] = field << 3 | LEN;
-        b[n + 1] = len as u8;
-        b[n + 2..n + 2 + len].copy_from_slice(&loc[..len]);
-        n += 2 + len;
-    }
-    if m.die != 0 {
-        b[n] = 3 << 3 | VARINT;
-        b[n + 1] = m.die;
-        n += 2;
-    }
-    if m.hit {
-        b[n] = 4 << 3 | VARINT;
-        b[n + 1] = 1;
-        n += 2;
-    }
+/// generator's move as [`crate::rules::legal_plays`] converts it; `locations` are
+/// the mover's ([`MOVE_LOCATIONS`]).
+#[inline]
+fn put_move(out: &mut Vec<u8>, locations: &[[[u8; 2]; 26]; 2], m: &RawMove) {
+    let [f0, f1] = locations[0][m.from as usize % 26];
+    let [t0, t1] = locations[1][m.to as usize % 26];
+    // Written whole, die and hit included, then cut to the fields that are not 0.
+    let mut b = [
+        1 << 3 | LEN,
+        0,
+        1 << 3 | LEN,
+        2,
+        f0,
+        f1,
+        2 << 3 | LEN,
+        2,
+        t0,
+        t1,
+        3 << 3 | VARINT,
+        m.die,
+        0,
+        0,
+        0,
+        0,
+    ];
+    let mut n = 10 + 2 * (m.die != 0) as usize;
+    b[n] = 4 << 3 | VARINT;
+    b[n + 1] = 1;
+    n += 2 * m.hit as usize;
     b[1] = (n - 2) as u8;
-    out.extend_from_slice(&b[..n]);
+    let at = out.len();
+    out.extend_from_slice(&b);
+    out.truncate(at + n);
 }
 
 /// `GameOutcome` as field `field` (present even when all its fields are defaults).
@@ -203,13 +232,14 @@ fn put_outcome(out: &mut Vec<u8>, field: u8, o: &Outcome) {
 /// `Play` of `mover` (as [`crate::rules::legal_plays`] converts the generator's play),
 /// with the whole resulting position, or its Position ID only when `compact`.
 fn put_play(out: &mut Vec<u8>, variant: Variant, mover: Side, p: &RawPlay, compact: bool) {
+    let locations = &MOVE_LOCATIONS[variant as usize][mover.index()];
     for m in p.moves() {
-        put_move(out, variant, mover, m);
+        put_move(out, locations, m);
     }
     // Notation is never empty (`pass` for no move).
     put_nested(out, 2, 1, true, |t| notation::push(p.moves(), t));
-    let position = p.board.to_position(variant, mover, mover.opponent());
     if !compact {
+        let position = p.board.to_position(variant, mover, mover.opponent());
         // A whole position is 100 to 400 bytes: a two-byte length first.
         put_nested(out, 3, 2, false, |t| {
             // The position seen by its side to move.
@@ -220,9 +250,16 @@ fn put_play(out: &mut Vec<u8>, variant: Variant, mover: Side, p: &RawPlay, compa
         put_outcome(out, 4, &o.to_outcome(mover));
     }
     if compact {
-        put_nested(out, 5, 1, true, |t| push_id(&position, t));
+        // The resulting position's ID straight from the board (no `Position`).
+        put_nested(out, 5, 1, true, |t| {
+            push_id_of_board(&p.board, variant, mover, mover.opponent(), t)
+        });
     }
 }
+
+/// Bytes before a play in [`LegalPlaysAnswer::encode`]'s scratch buffer: its key and a
+/// length of up to two bytes.
+const PLAY_HEAD: usize = 3;
 
 /// A `ListLegalPlaysResponse` to be written: the checked position, the dice, the
 /// legal plays as the generator gives them
@@ -267,9 +304,26 @@ impl LegalPlaysAnswer {
             ],
         );
         for p in &self.plays {
+            // The play after room for its key and length, which are then written just
+            // before it: one copy into `dst` per play.
             scratch.clear();
+            scratch.extend_from_slice(&[0; PLAY_HEAD]);
             put_play(&mut scratch, pos.variant, pos.turn, p, self.compact);
-            put_bytes(dst, 3, &scratch);
+            let len = scratch.len() - PLAY_HEAD;
+            let start = if len < 1 << 7 {
+                scratch[PLAY_HEAD - 1] = len as u8;
+                PLAY_HEAD - 1
+            } else if len < 1 << 14 {
+                scratch[PLAY_HEAD - 2] = len as u8 | 0x80;
+                scratch[PLAY_HEAD - 1] = (len >> 7) as u8;
+                PLAY_HEAD - 2
+            } else {
+                // Never for one play (under 2 KB); written the long way all the same.
+                put_bytes(dst, 3, &scratch[PLAY_HEAD..]);
+                continue;
+            };
+            scratch[start - 1] = 3 << 3 | LEN;
+            dst.put_slice(&scratch[start - 1..]);
         }
     }
 }
