@@ -211,15 +211,18 @@ pub struct SparseInputs {
 
 impl Default for SparseInputs {
     fn default() -> Self {
-        SparseInputs {
-            idx: [0; CAP],
-            val: [0.0; CAP],
-            len: 0,
-        }
+        SparseInputs::EMPTY
     }
 }
 
 impl SparseInputs {
+    /// No inputs (usable in constants, e.g. a `thread_local!`'s `const` initialiser).
+    pub const EMPTY: SparseInputs = SparseInputs {
+        idx: [0; CAP],
+        val: [0.0; CAP],
+        len: 0,
+    };
+
     /// The used `(index, value)` pairs.
     pub fn iter(&self) -> impl Iterator<Item = (usize, f32)> + '_ {
         self.idx[..self.len]

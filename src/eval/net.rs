@@ -250,15 +250,25 @@ impl Net {
     /// Raw outputs for a board (the mover's view, game not over).
     #[inline]
     pub fn eval_raw(&self, board: &Board) -> [f32; OUTPUTS] {
-        // One input buffer per thread, reused (encoding overwrites what it reads).
-        thread_local! {
-            static INPUTS: std::cell::RefCell<SparseInputs> =
-                std::cell::RefCell::new(SparseInputs::default());
+        // One input buffer and one hidden-unit buffer per thread, reused (encoding and
+        // the first layer overwrite what is read; a constant initialiser, so no lazy
+        // set-up check per call).
+        struct Buffers {
+            x: SparseInputs,
+            h: [f32; MAX_HIDDEN],
         }
-        INPUTS.with(|x| {
-            let x = &mut *x.borrow_mut();
-            self.encode(board, x);
-            self.forward(x)
+        thread_local! {
+            static BUFFERS: std::cell::RefCell<Buffers> = const {
+                std::cell::RefCell::new(Buffers {
+                    x: SparseInputs::EMPTY,
+                    h: [0.0; MAX_HIDDEN],
+                })
+            };
+        }
+        BUFFERS.with(|b| {
+            let b = &mut *b.borrow_mut();
+            self.encode(board, &mut b.x);
+            self.forward_in(&b.x, &mut b.h[..self.hidden])
         })
     }
 
