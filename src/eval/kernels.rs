@@ -36,7 +36,8 @@ pub fn hidden_pre(b1: &[f32], w1: &[f32], x: &SparseInputs, h: &mut [f32]) {
 }
 
 /// The net's output pre-activations `b2[k] + w2[k·hidden..] · relu(h)` for the four
-/// outputs, `h` being [`hidden_pre`]'s result (changed in place to `relu(h)`).
+/// outputs, `h` being [`hidden_pre`]'s result (used as scratch: afterwards some or all
+/// of it may hold `relu(h)`).
 #[inline]
 pub fn outputs(w2: &[f32], b2: &[f32; 4], h: &mut [f32]) -> [f32; 4] {
     #[cfg(target_arch = "x86_64")]
@@ -66,20 +67,24 @@ fn hidden_pre_avx2(b1: &[f32], w1: &[f32], x: &SparseInputs, h: &mut [f32]) {
 #[target_feature(enable = "avx2")]
 fn outputs_avx2(w2: &[f32], b2: &[f32; 4], h: &mut [f32]) -> [f32; 4] {
     use std::arch::x86_64::*;
-    for a in h.iter_mut() {
-        *a = a.max(0.0);
-    }
     let hidden = h.len();
     assert!(
         w2.len() >= 4 * hidden,
         "w2 holds four rows of hidden weights"
     );
     let chunks = hidden / 8;
+    for a in h[8 * chunks..].iter_mut() {
+        *a = a.max(0.0);
+    }
     let mut acc = [_mm256_setzero_ps(); 4];
+    let zero = _mm256_setzero_ps();
     for c in 0..chunks {
         // SAFETY: `8 * c + 8 <= hidden`, and row `k < 4` of `w2` starts at
-        // `k * hidden` with `4 * hidden <= w2.len()`: every load is in bounds.
-        let hc = unsafe { _mm256_loadu_ps(h.as_ptr().add(8 * c)) };
+        // `k * hidden` with `4 * hidden <= w2.len()`: every access is in bounds.
+        // The activation as the chunk is read, instead of a pass over `h` before (one
+        // `vmaxps`, zero second: a NaN gives 0 as `f32::max` does; a zero's sign
+        // cannot change the sums, which start at +0 and so are never -0).
+        let hc = unsafe { _mm256_max_ps(_mm256_loadu_ps(h.as_ptr().add(8 * c)), zero) };
         for (k, a) in acc.iter_mut().enumerate() {
             let wc = unsafe { _mm256_loadu_ps(w2.as_ptr().add(k * hidden + 8 * c)) };
             *a = _mm256_add_ps(*a, _mm256_mul_ps(wc, hc));
