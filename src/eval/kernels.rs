@@ -57,7 +57,7 @@ fn avx2() -> bool {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 fn hidden_pre_avx2(b1: &[f32], w1: &[f32], x: &SparseInputs, h: &mut [f32]) {
-    hidden_pre_any::<WIDE_AVX2, BLOCK_AVX2>(b1, w1, x, h)
+    hidden_pre_blocks::<WIDE_AVX2, BLOCK_AVX2, true>(b1, w1, x, h)
 }
 
 /// [`outputs_any`] with the four dot products interleaved (their chains of adds
@@ -105,10 +105,188 @@ fn outputs_avx2(w2: &[f32], b2: &[f32; 4], h: &mut [f32]) -> [f32; 4] {
     z
 }
 
+/// [`block`] for 128 hidden units with AVX2, in assembly: 14 of the 16 vectors of
+/// sums stay in registers and the last two in `h` (loaded, added and stored per
+/// input), which leaves two registers for the broadcast value and a product. (Keeping
+/// all 16 in registers, the compiler spilled and reloaded three sums around every
+/// product, and it does not keep the layout asked for here from intrinsics.) The same
+/// operations on every sum in the same order as [`block`]: a unit of value 1 adds its
+/// weight (`vaddps`), any other value adds the rounded product (`vmulps`, then
+/// `vaddps`; no fused multiply-add).
+///
+/// # Safety
+/// The CPU has AVX2, `start + 128 <= h.len()` and `<= b1.len()`, and
+/// `(j + 1) * h.len() <= w1.len()` for every index `j` of `idx`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[inline]
+unsafe fn block128_avx2(
+    b1: &[f32],
+    w1: &[f32],
+    idx: &[u16],
+    val: &[f32],
+    h: &mut [f32],
+    start: usize,
+) {
+    use std::arch::x86_64::*;
+    let hidden = h.len();
+    // SAFETY (every access below): units `start..start + 128` of `b1`, `h` and row
+    // `j` of `w1`, by the contract.
+    unsafe {
+        let bp = b1.as_ptr().add(start);
+        let hp = h.as_mut_ptr().add(start);
+        let mut a0 = _mm256_loadu_ps(bp.add(0));
+        let mut a1 = _mm256_loadu_ps(bp.add(8));
+        let mut a2 = _mm256_loadu_ps(bp.add(16));
+        let mut a3 = _mm256_loadu_ps(bp.add(24));
+        let mut a4 = _mm256_loadu_ps(bp.add(32));
+        let mut a5 = _mm256_loadu_ps(bp.add(40));
+        let mut a6 = _mm256_loadu_ps(bp.add(48));
+        let mut a7 = _mm256_loadu_ps(bp.add(56));
+        let mut a8 = _mm256_loadu_ps(bp.add(64));
+        let mut a9 = _mm256_loadu_ps(bp.add(72));
+        let mut a10 = _mm256_loadu_ps(bp.add(80));
+        let mut a11 = _mm256_loadu_ps(bp.add(88));
+        let mut a12 = _mm256_loadu_ps(bp.add(96));
+        let mut a13 = _mm256_loadu_ps(bp.add(104));
+        _mm256_storeu_ps(hp.add(112), _mm256_loadu_ps(bp.add(112)));
+        _mm256_storeu_ps(hp.add(120), _mm256_loadu_ps(bp.add(120)));
+        let base = w1.as_ptr().add(start);
+        for (&j, &v) in idx.iter().zip(val) {
+            let col = base.add(j as usize * hidden);
+            if v.to_bits() == ONE_BITS {
+                std::arch::asm!(
+                    "vaddps {a0}, {a0}, ymmword ptr [{col} + 0]",
+                    "vaddps {a1}, {a1}, ymmword ptr [{col} + 32]",
+                    "vaddps {a2}, {a2}, ymmword ptr [{col} + 64]",
+                    "vaddps {a3}, {a3}, ymmword ptr [{col} + 96]",
+                    "vaddps {a4}, {a4}, ymmword ptr [{col} + 128]",
+                    "vaddps {a5}, {a5}, ymmword ptr [{col} + 160]",
+                    "vaddps {a6}, {a6}, ymmword ptr [{col} + 192]",
+                    "vaddps {a7}, {a7}, ymmword ptr [{col} + 224]",
+                    "vaddps {a8}, {a8}, ymmword ptr [{col} + 256]",
+                    "vaddps {a9}, {a9}, ymmword ptr [{col} + 288]",
+                    "vaddps {a10}, {a10}, ymmword ptr [{col} + 320]",
+                    "vaddps {a11}, {a11}, ymmword ptr [{col} + 352]",
+                    "vaddps {a12}, {a12}, ymmword ptr [{col} + 384]",
+                    "vaddps {a13}, {a13}, ymmword ptr [{col} + 416]",
+                    "vmovups {t}, ymmword ptr [{hp} + 448]",
+                    "vaddps {t}, {t}, ymmword ptr [{col} + 448]",
+                    "vmovups ymmword ptr [{hp} + 448], {t}",
+                    "vmovups {t}, ymmword ptr [{hp} + 480]",
+                    "vaddps {t}, {t}, ymmword ptr [{col} + 480]",
+                    "vmovups ymmword ptr [{hp} + 480], {t}",
+                    col = in(reg) col,
+                    hp = in(reg) hp,
+                    t = out(ymm_reg) _,
+                    a0 = inout(ymm_reg) a0,
+                    a1 = inout(ymm_reg) a1,
+                    a2 = inout(ymm_reg) a2,
+                    a3 = inout(ymm_reg) a3,
+                    a4 = inout(ymm_reg) a4,
+                    a5 = inout(ymm_reg) a5,
+                    a6 = inout(ymm_reg) a6,
+                    a7 = inout(ymm_reg) a7,
+                    a8 = inout(ymm_reg) a8,
+                    a9 = inout(ymm_reg) a9,
+                    a10 = inout(ymm_reg) a10,
+                    a11 = inout(ymm_reg) a11,
+                    a12 = inout(ymm_reg) a12,
+                    a13 = inout(ymm_reg) a13,
+                    options(nostack, preserves_flags),
+                );
+            } else {
+                let b = _mm256_set1_ps(v);
+                std::arch::asm!(
+                    "vmulps {t}, {b}, ymmword ptr [{col} + 0]",
+                    "vaddps {a0}, {a0}, {t}",
+                    "vmulps {t}, {b}, ymmword ptr [{col} + 32]",
+                    "vaddps {a1}, {a1}, {t}",
+                    "vmulps {t}, {b}, ymmword ptr [{col} + 64]",
+                    "vaddps {a2}, {a2}, {t}",
+                    "vmulps {t}, {b}, ymmword ptr [{col} + 96]",
+                    "vaddps {a3}, {a3}, {t}",
+                    "vmulps {t}, {b}, ymmword ptr [{col} + 128]",
+                    "vaddps {a4}, {a4}, {t}",
+                    "vmulps {t}, {b}, ymmword ptr [{col} + 160]",
+                    "vaddps {a5}, {a5}, {t}",
+                    "vmulps {t}, {b}, ymmword ptr [{col} + 192]",
+                    "vaddps {a6}, {a6}, {t}",
+                    "vmulps {t}, {b}, ymmword ptr [{col} + 224]",
+                    "vaddps {a7}, {a7}, {t}",
+                    "vmulps {t}, {b}, ymmword ptr [{col} + 256]",
+                    "vaddps {a8}, {a8}, {t}",
+                    "vmulps {t}, {b}, ymmword ptr [{col} + 288]",
+                    "vaddps {a9}, {a9}, {t}",
+                    "vmulps {t}, {b}, ymmword ptr [{col} + 320]",
+                    "vaddps {a10}, {a10}, {t}",
+                    "vmulps {t}, {b}, ymmword ptr [{col} + 352]",
+                    "vaddps {a11}, {a11}, {t}",
+                    "vmulps {t}, {b}, ymmword ptr [{col} + 384]",
+                    "vaddps {a12}, {a12}, {t}",
+                    "vmulps {t}, {b}, ymmword ptr [{col} + 416]",
+                    "vaddps {a13}, {a13}, {t}",
+                    "vmulps {t}, {b}, ymmword ptr [{col} + 448]",
+                    "vaddps {t}, {t}, ymmword ptr [{hp} + 448]",
+                    "vmovups ymmword ptr [{hp} + 448], {t}",
+                    "vmulps {t}, {b}, ymmword ptr [{col} + 480]",
+                    "vaddps {t}, {t}, ymmword ptr [{hp} + 480]",
+                    "vmovups ymmword ptr [{hp} + 480], {t}",
+                    col = in(reg) col,
+                    hp = in(reg) hp,
+                    b = in(ymm_reg) b,
+                    t = out(ymm_reg) _,
+                    a0 = inout(ymm_reg) a0,
+                    a1 = inout(ymm_reg) a1,
+                    a2 = inout(ymm_reg) a2,
+                    a3 = inout(ymm_reg) a3,
+                    a4 = inout(ymm_reg) a4,
+                    a5 = inout(ymm_reg) a5,
+                    a6 = inout(ymm_reg) a6,
+                    a7 = inout(ymm_reg) a7,
+                    a8 = inout(ymm_reg) a8,
+                    a9 = inout(ymm_reg) a9,
+                    a10 = inout(ymm_reg) a10,
+                    a11 = inout(ymm_reg) a11,
+                    a12 = inout(ymm_reg) a12,
+                    a13 = inout(ymm_reg) a13,
+                    options(nostack, preserves_flags),
+                );
+            }
+        }
+        _mm256_storeu_ps(hp.add(0), a0);
+        _mm256_storeu_ps(hp.add(8), a1);
+        _mm256_storeu_ps(hp.add(16), a2);
+        _mm256_storeu_ps(hp.add(24), a3);
+        _mm256_storeu_ps(hp.add(32), a4);
+        _mm256_storeu_ps(hp.add(40), a5);
+        _mm256_storeu_ps(hp.add(48), a6);
+        _mm256_storeu_ps(hp.add(56), a7);
+        _mm256_storeu_ps(hp.add(64), a8);
+        _mm256_storeu_ps(hp.add(72), a9);
+        _mm256_storeu_ps(hp.add(80), a10);
+        _mm256_storeu_ps(hp.add(88), a11);
+        _mm256_storeu_ps(hp.add(96), a12);
+        _mm256_storeu_ps(hp.add(104), a13);
+    }
+}
+
 /// The first layer in blocks of `WIDE` hidden units, then of `BLOCK`, then one unit
 /// at a time (every hidden sum in input order, whatever its block).
 #[inline(always)]
 fn hidden_pre_any<const WIDE: usize, const BLOCK: usize>(
+    b1: &[f32],
+    w1: &[f32],
+    x: &SparseInputs,
+    h: &mut [f32],
+) {
+    hidden_pre_blocks::<WIDE, BLOCK, false>(b1, w1, x, h)
+}
+
+/// [`hidden_pre_any`]; with `AVX2` (only in code compiled for AVX2) and `WIDE == 128`
+/// the wide blocks are [`block128_avx2`].
+#[inline(always)]
+fn hidden_pre_blocks<const WIDE: usize, const BLOCK: usize, const AVX2: bool>(
     b1: &[f32],
     w1: &[f32],
     x: &SparseInputs,
@@ -127,6 +305,14 @@ fn hidden_pre_any<const WIDE: usize, const BLOCK: usize>(
     );
     let mut start = 0;
     while start + WIDE <= hidden {
+        #[cfg(target_arch = "x86_64")]
+        if AVX2 && WIDE == 128 {
+            // SAFETY: set only where the CPU has AVX2; `start + 128 <= hidden` and
+            // every index is at most `top`.
+            unsafe { block128_avx2(b1, w1, idx, val, h, start) };
+            start += WIDE;
+            continue;
+        }
         // SAFETY: `start + WIDE <= hidden` and every index is at most `top`.
         unsafe { block::<WIDE>(b1, w1, idx, val, h, start) };
         start += WIDE;
