@@ -152,9 +152,12 @@ unsafe fn block128_avx2(
         _mm256_storeu_ps(hp.add(112), _mm256_loadu_ps(bp.add(112)));
         _mm256_storeu_ps(hp.add(120), _mm256_loadu_ps(bp.add(120)));
         let base = w1.as_ptr().add(start);
-        for (&j, &v) in idx.iter().zip(val) {
-            let col = base.add(j as usize * hidden);
-            if v.to_bits() == ONE_BITS {
+        // The value's bits are read as an integer for the compare, and broadcast from
+        // memory for a product (no moves between vector and integer registers).
+        let (ip, vp) = (idx.as_ptr(), val.as_ptr());
+        for i in 0..idx.len().min(val.len()) {
+            let col = base.add(*ip.add(i) as usize * hidden);
+            if *(vp.add(i) as *const u32) == ONE_BITS {
                 std::arch::asm!(
                     "vaddps {a0}, {a0}, ymmword ptr [{col} + 0]",
                     "vaddps {a1}, {a1}, ymmword ptr [{col} + 32]",
@@ -196,7 +199,7 @@ unsafe fn block128_avx2(
                     options(nostack, preserves_flags),
                 );
             } else {
-                let b = _mm256_set1_ps(v);
+                let b = _mm256_broadcast_ss(&*vp.add(i));
                 std::arch::asm!(
                     "vmulps {t}, {b}, ymmword ptr [{col} + 0]",
                     "vaddps {a0}, {a0}, {t}",
