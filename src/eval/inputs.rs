@@ -117,7 +117,8 @@ impl InputSet {
 /// results).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,popcnt,lzcnt,bmi1")]
-fn encode_fast(set: InputSet, variant: Variant, board: &Board, out: &mut SparseInputs) {
+#[inline]
+pub(crate) fn encode_fast(set: InputSet, variant: Variant, board: &Board, out: &mut SparseInputs) {
     encode(variant, board, out);
     if set.features() > 0 {
         let f = both_sides_features::<true>(variant, board);

@@ -56,7 +56,8 @@ fn avx2() -> bool {
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-fn hidden_pre_avx2(b1: &[f32], w1: &[f32], x: &SparseInputs, h: &mut [f32]) {
+#[inline]
+pub(crate) fn hidden_pre_avx2(b1: &[f32], w1: &[f32], x: &SparseInputs, h: &mut [f32]) {
     hidden_pre_blocks::<WIDE_AVX2, BLOCK_AVX2, true>(b1, w1, x, h)
 }
 
@@ -65,7 +66,8 @@ fn hidden_pre_avx2(b1: &[f32], w1: &[f32], x: &SparseInputs, h: &mut [f32]) {
 /// bits are `dot`'s.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-fn outputs_avx2(w2: &[f32], b2: &[f32; 4], h: &mut [f32]) -> [f32; 4] {
+#[inline]
+pub(crate) fn outputs_avx2(w2: &[f32], b2: &[f32; 4], h: &mut [f32]) -> [f32; 4] {
     use std::arch::x86_64::*;
     let hidden = h.len();
     assert!(
