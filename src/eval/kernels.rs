@@ -17,10 +17,9 @@ use super::inputs::SparseInputs;
 /// independent chains of adds, so that their latency overlaps).
 const BLOCK_SSE: usize = 32;
 const BLOCK_AVX2: usize = 64;
-/// With AVX2, hidden sums are first summed 128 at a time (sixteen registers, all of
-/// them: a unit of value 1 adds its weights straight from memory, a product spills
-/// two sums for a moment), which reads each input's index and value once per 128
-/// units instead of twice; then [`BLOCK_AVX2`] at a time.
+/// With AVX2, hidden sums are first summed 128 at a time ([`block128_avx2`]: 14
+/// vectors of sums in registers, two in memory), which reads each input's index and
+/// value once per 128 units instead of twice; then [`BLOCK_AVX2`] at a time.
 const WIDE_AVX2: usize = 128;
 
 /// `h[..hidden] = b1 + Σ_inputs value × w1[input * hidden ..]` (pre-activations).
