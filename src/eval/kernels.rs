@@ -156,52 +156,62 @@ unsafe fn block128_avx2(
         // The value's bits are read as an integer for the compare, and broadcast from
         // memory for a product (no moves between vector and integer registers).
         let (ip, vp) = (idx.as_ptr(), val.as_ptr());
-        for i in 0..idx.len().min(val.len()) {
-            let col = base.add(*ip.add(i) as usize * hidden);
+        let n = idx.len().min(val.len());
+        let mut i = 0;
+        while i < n {
             if *(vp.add(i) as *const u32) == ONE_BITS {
+                // A run of units of value 1: the two sums kept in memory come into the
+                // two registers a product needs, for the whole run.
+                let mut a14 = _mm256_loadu_ps(hp.add(112));
+                let mut a15 = _mm256_loadu_ps(hp.add(120));
+                while i < n && *(vp.add(i) as *const u32) == ONE_BITS {
+                    let col = base.add(*ip.add(i) as usize * hidden);
+                    std::arch::asm!(
+                        "vaddps {a0}, {a0}, ymmword ptr [{col} + 0]",
+                        "vaddps {a1}, {a1}, ymmword ptr [{col} + 32]",
+                        "vaddps {a2}, {a2}, ymmword ptr [{col} + 64]",
+                        "vaddps {a3}, {a3}, ymmword ptr [{col} + 96]",
+                        "vaddps {a4}, {a4}, ymmword ptr [{col} + 128]",
+                        "vaddps {a5}, {a5}, ymmword ptr [{col} + 160]",
+                        "vaddps {a6}, {a6}, ymmword ptr [{col} + 192]",
+                        "vaddps {a7}, {a7}, ymmword ptr [{col} + 224]",
+                        "vaddps {a8}, {a8}, ymmword ptr [{col} + 256]",
+                        "vaddps {a9}, {a9}, ymmword ptr [{col} + 288]",
+                        "vaddps {a10}, {a10}, ymmword ptr [{col} + 320]",
+                        "vaddps {a11}, {a11}, ymmword ptr [{col} + 352]",
+                        "vaddps {a12}, {a12}, ymmword ptr [{col} + 384]",
+                        "vaddps {a13}, {a13}, ymmword ptr [{col} + 416]",
+                        "vaddps {a14}, {a14}, ymmword ptr [{col} + 448]",
+                        "vaddps {a15}, {a15}, ymmword ptr [{col} + 480]",
+                        col = in(reg) col,
+                        a0 = inout(ymm_reg) a0,
+                        a1 = inout(ymm_reg) a1,
+                        a2 = inout(ymm_reg) a2,
+                        a3 = inout(ymm_reg) a3,
+                        a4 = inout(ymm_reg) a4,
+                        a5 = inout(ymm_reg) a5,
+                        a6 = inout(ymm_reg) a6,
+                        a7 = inout(ymm_reg) a7,
+                        a8 = inout(ymm_reg) a8,
+                        a9 = inout(ymm_reg) a9,
+                        a10 = inout(ymm_reg) a10,
+                        a11 = inout(ymm_reg) a11,
+                        a12 = inout(ymm_reg) a12,
+                        a13 = inout(ymm_reg) a13,
+                        a14 = inout(ymm_reg) a14,
+                        a15 = inout(ymm_reg) a15,
+                        options(nostack, preserves_flags, readonly),
+                    );
+                    i += 1;
+                }
+                _mm256_storeu_ps(hp.add(112), a14);
+                _mm256_storeu_ps(hp.add(120), a15);
+                continue;
+            }
+            let col = base.add(*ip.add(i) as usize * hidden);
+            {
                 std::arch::asm!(
-                    "vaddps {a0}, {a0}, ymmword ptr [{col} + 0]",
-                    "vaddps {a1}, {a1}, ymmword ptr [{col} + 32]",
-                    "vaddps {a2}, {a2}, ymmword ptr [{col} + 64]",
-                    "vaddps {a3}, {a3}, ymmword ptr [{col} + 96]",
-                    "vaddps {a4}, {a4}, ymmword ptr [{col} + 128]",
-                    "vaddps {a5}, {a5}, ymmword ptr [{col} + 160]",
-                    "vaddps {a6}, {a6}, ymmword ptr [{col} + 192]",
-                    "vaddps {a7}, {a7}, ymmword ptr [{col} + 224]",
-                    "vaddps {a8}, {a8}, ymmword ptr [{col} + 256]",
-                    "vaddps {a9}, {a9}, ymmword ptr [{col} + 288]",
-                    "vaddps {a10}, {a10}, ymmword ptr [{col} + 320]",
-                    "vaddps {a11}, {a11}, ymmword ptr [{col} + 352]",
-                    "vaddps {a12}, {a12}, ymmword ptr [{col} + 384]",
-                    "vaddps {a13}, {a13}, ymmword ptr [{col} + 416]",
-                    "vmovups {t}, ymmword ptr [{hp} + 448]",
-                    "vaddps {t}, {t}, ymmword ptr [{col} + 448]",
-                    "vmovups ymmword ptr [{hp} + 448], {t}",
-                    "vmovups {t}, ymmword ptr [{hp} + 480]",
-                    "vaddps {t}, {t}, ymmword ptr [{col} + 480]",
-                    "vmovups ymmword ptr [{hp} + 480], {t}",
-                    col = in(reg) col,
-                    hp = in(reg) hp,
-                    t = out(ymm_reg) _,
-                    a0 = inout(ymm_reg) a0,
-                    a1 = inout(ymm_reg) a1,
-                    a2 = inout(ymm_reg) a2,
-                    a3 = inout(ymm_reg) a3,
-                    a4 = inout(ymm_reg) a4,
-                    a5 = inout(ymm_reg) a5,
-                    a6 = inout(ymm_reg) a6,
-                    a7 = inout(ymm_reg) a7,
-                    a8 = inout(ymm_reg) a8,
-                    a9 = inout(ymm_reg) a9,
-                    a10 = inout(ymm_reg) a10,
-                    a11 = inout(ymm_reg) a11,
-                    a12 = inout(ymm_reg) a12,
-                    a13 = inout(ymm_reg) a13,
-                    options(nostack, preserves_flags),
-                );
-            } else {
-                let b = _mm256_broadcast_ss(&*vp.add(i));
-                std::arch::asm!(
+                    "vbroadcastss {b}, dword ptr [{v}]",
                     "vmulps {t}, {b}, ymmword ptr [{col} + 0]",
                     "vaddps {a0}, {a0}, {t}",
                     "vmulps {t}, {b}, ymmword ptr [{col} + 32]",
@@ -238,7 +248,8 @@ unsafe fn block128_avx2(
                     "vmovups ymmword ptr [{hp} + 480], {t}",
                     col = in(reg) col,
                     hp = in(reg) hp,
-                    b = in(ymm_reg) b,
+                    v = in(reg) vp.add(i),
+                    b = out(ymm_reg) _,
                     t = out(ymm_reg) _,
                     a0 = inout(ymm_reg) a0,
                     a1 = inout(ymm_reg) a1,
@@ -257,6 +268,7 @@ unsafe fn block128_avx2(
                     options(nostack, preserves_flags),
                 );
             }
+            i += 1;
         }
         _mm256_storeu_ps(hp.add(0), a0);
         _mm256_storeu_ps(hp.add(8), a1);
