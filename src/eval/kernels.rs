@@ -107,13 +107,14 @@ pub(crate) fn outputs_avx2(w2: &[f32], b2: &[f32; 4], h: &mut [f32]) -> [f32; 4]
 }
 
 /// [`block`] for 128 hidden units with AVX2, in assembly: 14 of the 16 vectors of
-/// sums stay in registers and the last two in `h` (loaded, added and stored per
-/// input), which leaves two registers for the broadcast value and a product. (Keeping
-/// all 16 in registers, the compiler spilled and reloaded three sums around every
-/// product, and it does not keep the layout asked for here from intrinsics.) The same
-/// operations on every sum in the same order as [`block`]: a unit of value 1 adds its
-/// weight (`vaddps`), any other value adds the rounded product (`vmulps`, then
-/// `vaddps`; no fused multiply-add).
+/// sums stay in registers; the last two live in `h` while a product is added
+/// (loaded, added and stored), which leaves two registers for the broadcast value and
+/// the product, and in the two free registers during a run of units of value 1.
+/// (Keeping all 16 in registers, the compiler spilled and reloaded three sums around
+/// every product, and it does not keep the layout asked for here from intrinsics.)
+/// The same operations on every sum in the same order as [`block`]: a unit of value 1
+/// adds its weight (`vaddps`), any other value adds the rounded product (`vmulps`,
+/// then `vaddps`; no fused multiply-add).
 ///
 /// # Safety
 /// The CPU has AVX2, `start + 128 <= h.len()` and `<= b1.len()`, and
