@@ -117,7 +117,8 @@ impl InputSet {
 /// results).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,popcnt,lzcnt,bmi1")]
-fn encode_fast(set: InputSet, variant: Variant, board: &Board, out: &mut SparseInputs) {
+#[inline]
+pub(crate) fn encode_fast(set: InputSet, variant: Variant, board: &Board, out: &mut SparseInputs) {
     encode(variant, board, out);
     if set.features() > 0 {
         let f = both_sides_features::<true>(variant, board);
@@ -211,15 +212,18 @@ pub struct SparseInputs {
 
 impl Default for SparseInputs {
     fn default() -> Self {
-        SparseInputs {
-            idx: [0; CAP],
-            val: [0.0; CAP],
-            len: 0,
-        }
+        SparseInputs::EMPTY
     }
 }
 
 impl SparseInputs {
+    /// No inputs (usable in constants, e.g. a `thread_local!`'s `const` initialiser).
+    pub const EMPTY: SparseInputs = SparseInputs {
+        idx: [0; CAP],
+        val: [0.0; CAP],
+        len: 0,
+    };
+
     /// The used `(index, value)` pairs.
     pub fn iter(&self) -> impl Iterator<Item = (usize, f32)> + '_ {
         self.idx[..self.len]

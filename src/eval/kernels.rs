@@ -17,10 +17,9 @@ use super::inputs::SparseInputs;
 /// independent chains of adds, so that their latency overlaps).
 const BLOCK_SSE: usize = 32;
 const BLOCK_AVX2: usize = 64;
-/// With AVX2, hidden sums are first summed 128 at a time (sixteen registers, all of
-/// them: a unit of value 1 adds its weights straight from memory, a product spills
-/// two sums for a moment), which reads each input's index and value once per 128
-/// units instead of twice; then [`BLOCK_AVX2`] at a time.
+/// With AVX2, hidden sums are first summed 128 at a time ([`block128_avx2`]: 14
+/// vectors of sums in registers, two in memory), which reads each input's index and
+/// value once per 128 units instead of twice; then [`BLOCK_AVX2`] at a time.
 const WIDE_AVX2: usize = 128;
 
 /// `h[..hidden] = b1 + Σ_inputs value × w1[input * hidden ..]` (pre-activations).
@@ -36,7 +35,8 @@ pub fn hidden_pre(b1: &[f32], w1: &[f32], x: &SparseInputs, h: &mut [f32]) {
 }
 
 /// The net's output pre-activations `b2[k] + w2[k·hidden..] · relu(h)` for the four
-/// outputs, `h` being [`hidden_pre`]'s result (changed in place to `relu(h)`).
+/// outputs, `h` being [`hidden_pre`]'s result (used as scratch: afterwards some or all
+/// of it may hold `relu(h)`).
 #[inline]
 pub fn outputs(w2: &[f32], b2: &[f32; 4], h: &mut [f32]) -> [f32; 4] {
     #[cfg(target_arch = "x86_64")]
@@ -55,8 +55,9 @@ fn avx2() -> bool {
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-fn hidden_pre_avx2(b1: &[f32], w1: &[f32], x: &SparseInputs, h: &mut [f32]) {
-    hidden_pre_any::<WIDE_AVX2, BLOCK_AVX2>(b1, w1, x, h)
+#[inline]
+pub(crate) fn hidden_pre_avx2(b1: &[f32], w1: &[f32], x: &SparseInputs, h: &mut [f32]) {
+    hidden_pre_blocks::<WIDE_AVX2, BLOCK_AVX2, true>(b1, w1, x, h)
 }
 
 /// [`outputs_any`] with the four dot products interleaved (their chains of adds
@@ -64,22 +65,27 @@ fn hidden_pre_avx2(b1: &[f32], w1: &[f32], x: &SparseInputs, h: &mut [f32]) {
 /// bits are `dot`'s.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-fn outputs_avx2(w2: &[f32], b2: &[f32; 4], h: &mut [f32]) -> [f32; 4] {
+#[inline]
+pub(crate) fn outputs_avx2(w2: &[f32], b2: &[f32; 4], h: &mut [f32]) -> [f32; 4] {
     use std::arch::x86_64::*;
-    for a in h.iter_mut() {
-        *a = a.max(0.0);
-    }
     let hidden = h.len();
     assert!(
         w2.len() >= 4 * hidden,
         "w2 holds four rows of hidden weights"
     );
     let chunks = hidden / 8;
+    for a in h[8 * chunks..].iter_mut() {
+        *a = a.max(0.0);
+    }
     let mut acc = [_mm256_setzero_ps(); 4];
+    let zero = _mm256_setzero_ps();
     for c in 0..chunks {
         // SAFETY: `8 * c + 8 <= hidden`, and row `k < 4` of `w2` starts at
-        // `k * hidden` with `4 * hidden <= w2.len()`: every load is in bounds.
-        let hc = unsafe { _mm256_loadu_ps(h.as_ptr().add(8 * c)) };
+        // `k * hidden` with `4 * hidden <= w2.len()`: every access is in bounds.
+        // The activation as the chunk is read, instead of a pass over `h` before (one
+        // `vmaxps`, zero second: a NaN gives 0 as `f32::max` does; a zero's sign
+        // cannot change the sums, which start at +0 and so are never -0).
+        let hc = unsafe { _mm256_max_ps(_mm256_loadu_ps(h.as_ptr().add(8 * c)), zero) };
         for (k, a) in acc.iter_mut().enumerate() {
             let wc = unsafe { _mm256_loadu_ps(w2.as_ptr().add(k * hidden + 8 * c)) };
             *a = _mm256_add_ps(*a, _mm256_mul_ps(wc, hc));
@@ -100,10 +106,204 @@ fn outputs_avx2(w2: &[f32], b2: &[f32; 4], h: &mut [f32]) -> [f32; 4] {
     z
 }
 
+/// [`block`] for 128 hidden units with AVX2, in assembly: 14 of the 16 vectors of
+/// sums stay in registers; the last two live in `h` while a product is added
+/// (loaded, added and stored), which leaves two registers for the broadcast value and
+/// the product, and in the two free registers during a run of units of value 1.
+/// (Keeping all 16 in registers, the compiler spilled and reloaded three sums around
+/// every product, and it does not keep the layout asked for here from intrinsics.)
+/// The same operations on every sum in the same order as [`block`]: a unit of value 1
+/// adds its weight (`vaddps`), any other value adds the rounded product (`vmulps`,
+/// then `vaddps`; no fused multiply-add).
+///
+/// # Safety
+/// The CPU has AVX2, `start + 128 <= h.len()` and `<= b1.len()`, and
+/// `(j + 1) * h.len() <= w1.len()` for every index `j` of `idx`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[inline]
+unsafe fn block128_avx2(
+    b1: &[f32],
+    w1: &[f32],
+    idx: &[u16],
+    val: &[f32],
+    h: &mut [f32],
+    start: usize,
+) {
+    use std::arch::x86_64::*;
+    let hidden = h.len();
+    // SAFETY (every access below): units `start..start + 128` of `b1`, `h` and row
+    // `j` of `w1`, by the contract.
+    unsafe {
+        let bp = b1.as_ptr().add(start);
+        let hp = h.as_mut_ptr().add(start);
+        let mut a0 = _mm256_loadu_ps(bp.add(0));
+        let mut a1 = _mm256_loadu_ps(bp.add(8));
+        let mut a2 = _mm256_loadu_ps(bp.add(16));
+        let mut a3 = _mm256_loadu_ps(bp.add(24));
+        let mut a4 = _mm256_loadu_ps(bp.add(32));
+        let mut a5 = _mm256_loadu_ps(bp.add(40));
+        let mut a6 = _mm256_loadu_ps(bp.add(48));
+        let mut a7 = _mm256_loadu_ps(bp.add(56));
+        let mut a8 = _mm256_loadu_ps(bp.add(64));
+        let mut a9 = _mm256_loadu_ps(bp.add(72));
+        let mut a10 = _mm256_loadu_ps(bp.add(80));
+        let mut a11 = _mm256_loadu_ps(bp.add(88));
+        let mut a12 = _mm256_loadu_ps(bp.add(96));
+        let mut a13 = _mm256_loadu_ps(bp.add(104));
+        _mm256_storeu_ps(hp.add(112), _mm256_loadu_ps(bp.add(112)));
+        _mm256_storeu_ps(hp.add(120), _mm256_loadu_ps(bp.add(120)));
+        let base = w1.as_ptr().add(start);
+        // The value's bits are read as an integer for the compare, and broadcast from
+        // memory for a product (no moves between vector and integer registers).
+        let (ip, vp) = (idx.as_ptr(), val.as_ptr());
+        let n = idx.len().min(val.len());
+        let mut i = 0;
+        while i < n {
+            if *(vp.add(i) as *const u32) == ONE_BITS {
+                // A run of units of value 1: the two sums kept in memory come into the
+                // two registers a product needs, for the whole run.
+                let mut a14 = _mm256_loadu_ps(hp.add(112));
+                let mut a15 = _mm256_loadu_ps(hp.add(120));
+                while i < n && *(vp.add(i) as *const u32) == ONE_BITS {
+                    let col = base.add(*ip.add(i) as usize * hidden);
+                    std::arch::asm!(
+                        "vaddps {a0}, {a0}, ymmword ptr [{col} + 0]",
+                        "vaddps {a1}, {a1}, ymmword ptr [{col} + 32]",
+                        "vaddps {a2}, {a2}, ymmword ptr [{col} + 64]",
+                        "vaddps {a3}, {a3}, ymmword ptr [{col} + 96]",
+                        "vaddps {a4}, {a4}, ymmword ptr [{col} + 128]",
+                        "vaddps {a5}, {a5}, ymmword ptr [{col} + 160]",
+                        "vaddps {a6}, {a6}, ymmword ptr [{col} + 192]",
+                        "vaddps {a7}, {a7}, ymmword ptr [{col} + 224]",
+                        "vaddps {a8}, {a8}, ymmword ptr [{col} + 256]",
+                        "vaddps {a9}, {a9}, ymmword ptr [{col} + 288]",
+                        "vaddps {a10}, {a10}, ymmword ptr [{col} + 320]",
+                        "vaddps {a11}, {a11}, ymmword ptr [{col} + 352]",
+                        "vaddps {a12}, {a12}, ymmword ptr [{col} + 384]",
+                        "vaddps {a13}, {a13}, ymmword ptr [{col} + 416]",
+                        "vaddps {a14}, {a14}, ymmword ptr [{col} + 448]",
+                        "vaddps {a15}, {a15}, ymmword ptr [{col} + 480]",
+                        col = in(reg) col,
+                        a0 = inout(ymm_reg) a0,
+                        a1 = inout(ymm_reg) a1,
+                        a2 = inout(ymm_reg) a2,
+                        a3 = inout(ymm_reg) a3,
+                        a4 = inout(ymm_reg) a4,
+                        a5 = inout(ymm_reg) a5,
+                        a6 = inout(ymm_reg) a6,
+                        a7 = inout(ymm_reg) a7,
+                        a8 = inout(ymm_reg) a8,
+                        a9 = inout(ymm_reg) a9,
+                        a10 = inout(ymm_reg) a10,
+                        a11 = inout(ymm_reg) a11,
+                        a12 = inout(ymm_reg) a12,
+                        a13 = inout(ymm_reg) a13,
+                        a14 = inout(ymm_reg) a14,
+                        a15 = inout(ymm_reg) a15,
+                        options(nostack, preserves_flags, readonly),
+                    );
+                    i += 1;
+                }
+                _mm256_storeu_ps(hp.add(112), a14);
+                _mm256_storeu_ps(hp.add(120), a15);
+                continue;
+            }
+            let col = base.add(*ip.add(i) as usize * hidden);
+            {
+                std::arch::asm!(
+                    "vbroadcastss {b}, dword ptr [{v}]",
+                    "vmulps {t}, {b}, ymmword ptr [{col} + 0]",
+                    "vaddps {a0}, {a0}, {t}",
+                    "vmulps {t}, {b}, ymmword ptr [{col} + 32]",
+                    "vaddps {a1}, {a1}, {t}",
+                    "vmulps {t}, {b}, ymmword ptr [{col} + 64]",
+                    "vaddps {a2}, {a2}, {t}",
+                    "vmulps {t}, {b}, ymmword ptr [{col} + 96]",
+                    "vaddps {a3}, {a3}, {t}",
+                    "vmulps {t}, {b}, ymmword ptr [{col} + 128]",
+                    "vaddps {a4}, {a4}, {t}",
+                    "vmulps {t}, {b}, ymmword ptr [{col} + 160]",
+                    "vaddps {a5}, {a5}, {t}",
+                    "vmulps {t}, {b}, ymmword ptr [{col} + 192]",
+                    "vaddps {a6}, {a6}, {t}",
+                    "vmulps {t}, {b}, ymmword ptr [{col} + 224]",
+                    "vaddps {a7}, {a7}, {t}",
+                    "vmulps {t}, {b}, ymmword ptr [{col} + 256]",
+                    "vaddps {a8}, {a8}, {t}",
+                    "vmulps {t}, {b}, ymmword ptr [{col} + 288]",
+                    "vaddps {a9}, {a9}, {t}",
+                    "vmulps {t}, {b}, ymmword ptr [{col} + 320]",
+                    "vaddps {a10}, {a10}, {t}",
+                    "vmulps {t}, {b}, ymmword ptr [{col} + 352]",
+                    "vaddps {a11}, {a11}, {t}",
+                    "vmulps {t}, {b}, ymmword ptr [{col} + 384]",
+                    "vaddps {a12}, {a12}, {t}",
+                    "vmulps {t}, {b}, ymmword ptr [{col} + 416]",
+                    "vaddps {a13}, {a13}, {t}",
+                    "vmulps {t}, {b}, ymmword ptr [{col} + 448]",
+                    "vaddps {t}, {t}, ymmword ptr [{hp} + 448]",
+                    "vmovups ymmword ptr [{hp} + 448], {t}",
+                    "vmulps {t}, {b}, ymmword ptr [{col} + 480]",
+                    "vaddps {t}, {t}, ymmword ptr [{hp} + 480]",
+                    "vmovups ymmword ptr [{hp} + 480], {t}",
+                    col = in(reg) col,
+                    hp = in(reg) hp,
+                    v = in(reg) vp.add(i),
+                    b = out(ymm_reg) _,
+                    t = out(ymm_reg) _,
+                    a0 = inout(ymm_reg) a0,
+                    a1 = inout(ymm_reg) a1,
+                    a2 = inout(ymm_reg) a2,
+                    a3 = inout(ymm_reg) a3,
+                    a4 = inout(ymm_reg) a4,
+                    a5 = inout(ymm_reg) a5,
+                    a6 = inout(ymm_reg) a6,
+                    a7 = inout(ymm_reg) a7,
+                    a8 = inout(ymm_reg) a8,
+                    a9 = inout(ymm_reg) a9,
+                    a10 = inout(ymm_reg) a10,
+                    a11 = inout(ymm_reg) a11,
+                    a12 = inout(ymm_reg) a12,
+                    a13 = inout(ymm_reg) a13,
+                    options(nostack, preserves_flags),
+                );
+            }
+            i += 1;
+        }
+        _mm256_storeu_ps(hp.add(0), a0);
+        _mm256_storeu_ps(hp.add(8), a1);
+        _mm256_storeu_ps(hp.add(16), a2);
+        _mm256_storeu_ps(hp.add(24), a3);
+        _mm256_storeu_ps(hp.add(32), a4);
+        _mm256_storeu_ps(hp.add(40), a5);
+        _mm256_storeu_ps(hp.add(48), a6);
+        _mm256_storeu_ps(hp.add(56), a7);
+        _mm256_storeu_ps(hp.add(64), a8);
+        _mm256_storeu_ps(hp.add(72), a9);
+        _mm256_storeu_ps(hp.add(80), a10);
+        _mm256_storeu_ps(hp.add(88), a11);
+        _mm256_storeu_ps(hp.add(96), a12);
+        _mm256_storeu_ps(hp.add(104), a13);
+    }
+}
+
 /// The first layer in blocks of `WIDE` hidden units, then of `BLOCK`, then one unit
 /// at a time (every hidden sum in input order, whatever its block).
 #[inline(always)]
 fn hidden_pre_any<const WIDE: usize, const BLOCK: usize>(
+    b1: &[f32],
+    w1: &[f32],
+    x: &SparseInputs,
+    h: &mut [f32],
+) {
+    hidden_pre_blocks::<WIDE, BLOCK, false>(b1, w1, x, h)
+}
+
+/// [`hidden_pre_any`]; with `AVX2` (only in code compiled for AVX2) and `WIDE == 128`
+/// the wide blocks are [`block128_avx2`].
+#[inline(always)]
+fn hidden_pre_blocks<const WIDE: usize, const BLOCK: usize, const AVX2: bool>(
     b1: &[f32],
     w1: &[f32],
     x: &SparseInputs,
@@ -122,6 +322,14 @@ fn hidden_pre_any<const WIDE: usize, const BLOCK: usize>(
     );
     let mut start = 0;
     while start + WIDE <= hidden {
+        #[cfg(target_arch = "x86_64")]
+        if AVX2 && WIDE == 128 {
+            // SAFETY: set only where the CPU has AVX2; `start + 128 <= hidden` and
+            // every index is at most `top`.
+            unsafe { block128_avx2(b1, w1, idx, val, h, start) };
+            start += WIDE;
+            continue;
+        }
         // SAFETY: `start + WIDE <= hidden` and every index is at most `top`.
         unsafe { block::<WIDE>(b1, w1, idx, val, h, start) };
         start += WIDE;

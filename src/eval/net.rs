@@ -250,15 +250,30 @@ impl Net {
     /// Raw outputs for a board (the mover's view, game not over).
     #[inline]
     pub fn eval_raw(&self, board: &Board) -> [f32; OUTPUTS] {
-        // One input buffer per thread, reused (encoding overwrites what it reads).
-        thread_local! {
-            static INPUTS: std::cell::RefCell<SparseInputs> =
-                std::cell::RefCell::new(SparseInputs::default());
+        // One input buffer and one hidden-unit buffer per thread, reused (encoding and
+        // the first layer overwrite what is read; a constant initialiser, so no lazy
+        // set-up check per call).
+        struct Buffers {
+            x: SparseInputs,
+            h: [f32; MAX_HIDDEN],
         }
-        INPUTS.with(|x| {
-            let x = &mut *x.borrow_mut();
-            self.encode(board, x);
-            self.forward(x)
+        thread_local! {
+            static BUFFERS: std::cell::RefCell<Buffers> = const {
+                std::cell::RefCell::new(Buffers {
+                    x: SparseInputs::EMPTY,
+                    h: [0.0; MAX_HIDDEN],
+                })
+            };
+        }
+        BUFFERS.with(|b| {
+            let b = &mut *b.borrow_mut();
+            #[cfg(target_arch = "x86_64")]
+            if has_avx2() {
+                // SAFETY: the CPU has AVX2 and the bit instructions (`has_avx2`).
+                return unsafe { self.eval_raw_avx2(board, &mut b.x, &mut b.h[..self.hidden]) };
+            }
+            self.encode(board, &mut b.x);
+            self.forward_in(&b.x, &mut b.h[..self.hidden])
         })
     }
 
@@ -266,6 +281,25 @@ impl Net {
     #[inline]
     pub fn eval(&self, board: &Board) -> Probabilities {
         to_probabilities(self.variant, self.eval_raw(board))
+    }
+
+    /// [`Net::eval_raw`]'s encoding and forward pass as one function compiled for
+    /// AVX2 (the AVX2 versions of [`InputSet::encode`], [`super::kernels::hidden_pre`]
+    /// and [`super::kernels::outputs`] inlined, checked for once): the same results.
+    ///
+    /// # Safety
+    /// The CPU has AVX2, POPCNT, LZCNT and BMI1 ([`has_avx2`]).
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,popcnt,lzcnt,bmi1")]
+    unsafe fn eval_raw_avx2(
+        &self,
+        board: &Board,
+        x: &mut SparseInputs,
+        h: &mut [f32],
+    ) -> [f32; OUTPUTS] {
+        super::inputs::encode_fast(self.input_set, self.variant, board, x);
+        super::kernels::hidden_pre_avx2(&self.b1, &self.w1, x, h);
+        super::kernels::outputs_avx2(&self.w2, &self.b2, h).map(sigmoid)
     }
 
     fn floats(&self) -> usize {

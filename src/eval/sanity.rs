@@ -197,6 +197,13 @@ pub fn possible_outcomes(variant: Variant, b: &Board) -> Possible {
 /// The exact probabilities of a board whose result the rules decide (module
 /// documentation, "Certain outcomes"), or `None`.
 pub fn decided(variant: Variant, b: &Board) -> Option<Probabilities> {
+    decided_or_possible(variant, b).ok()
+}
+
+/// [`decided`]'s exact probabilities as `Ok`, or else the [`possible_outcomes`] it
+/// computed on the way as `Err` (so that [`sanitize`] does not compute them again).
+#[inline]
+fn decided_or_possible(variant: Variant, b: &Board) -> Result<Probabilities, Possible> {
     // Only a board with 15 off or a pinned mother can be over (R9): the full check
     // (which mirrors the board) only then.
     let may_be_over = b.own[OFF] >= CHECKERS
@@ -204,20 +211,20 @@ pub fn decided(variant: Variant, b: &Board) -> Option<Probabilities> {
         || (variant == Variant::Plakoto && (opp_mother_pinned(b) || own_mother_pinned(b)));
     if may_be_over {
         if let Some((mover_won, o)) = b.game_over_for_mover(variant) {
-            return Some(super::search::game_over_probabilities(mover_won, o));
+            return Ok(super::search::game_over_probabilities(mover_won, o));
         }
     }
     let ok = possible_outcomes(variant, b);
     match (ok.win(), ok.draw, ok.lose()) {
         (true, false, false) if !ok.win_single || !ok.win_mars => {
-            return Some(Probabilities {
+            return Ok(Probabilities {
                 win: 1.0,
                 win_mars: if ok.win_mars { 1.0 } else { 0.0 },
                 ..Probabilities::default()
             });
         }
         (false, false, true) if !ok.lose_single || !ok.lose_mars => {
-            return Some(Probabilities {
+            return Ok(Probabilities {
                 lose_mars: if ok.lose_mars { 1.0 } else { 0.0 },
                 ..Probabilities::default()
             });
@@ -225,9 +232,11 @@ pub fn decided(variant: Variant, b: &Board) -> Option<Probabilities> {
         _ => {}
     }
     if may_finish_this_turn(variant, b) {
-        return wins_on_every_roll(variant, b);
+        if let Some(exact) = wins_on_every_roll(variant, b) {
+            return Ok(exact);
+        }
     }
-    None
+    Err(ok)
 }
 
 /// Cheap test for the positions where the mover might win on every roll: all its
@@ -360,9 +369,9 @@ pub fn project(p: Probabilities, ok: &Possible) -> Probabilities {
 /// decide it ([`decided`]), else [`project`] onto [`possible_outcomes`].
 #[inline]
 pub fn sanitize(variant: Variant, board: &Board, p: Probabilities) -> Probabilities {
-    match decided(variant, board) {
-        Some(exact) => exact,
-        None => project(p, &possible_outcomes(variant, board)),
+    match decided_or_possible(variant, board) {
+        Ok(exact) => exact,
+        Err(ok) => project(p, &ok),
     }
 }
 

@@ -94,6 +94,8 @@ pub struct Scratch {
     scores: Vec<Vec<(f32, u32)>>,
     /// [`Search::rank`]'s values in play order, before they are put in rank order.
     ranked: Vec<(usize, Probabilities, u8)>,
+    /// Sort keys of [`sort_scores`].
+    keys: Vec<u64>,
 }
 
 impl Scratch {
@@ -122,6 +124,30 @@ thread_local! {
 /// `with_scratch` again).
 pub fn with_scratch<R>(f: impl FnOnce(&mut Scratch) -> R) -> R {
     SCRATCH.with(|s| f(&mut s.borrow_mut()))
+}
+
+/// Sorts `(equity, index)` pairs best first, ties by index (the order of
+/// `b.0.total_cmp(&a.0).then(a.1.cmp(&b.1))`), as one sort of `u64` keys in `keys`
+/// (the high half orders the equities as `f32::total_cmp` does, reversed; the low half
+/// is the index). Keys are distinct, so the order is fully determined.
+fn sort_scores(scores: &mut [(f32, u32)], keys: &mut Vec<u64>) {
+    // `f32::total_cmp`'s key: the bits as a signed integer with the magnitude bits
+    // flipped for negative numbers (an involution: the sign bit is kept); then shifted
+    // to an unsigned order and reversed (best first).
+    #[inline(always)]
+    fn flip(bits: u32) -> u32 {
+        bits ^ (((bits as i32) >> 31) as u32 >> 1)
+    }
+    keys.clear();
+    keys.extend(scores.iter().map(|&(e, i)| {
+        let high = !(flip(e.to_bits()) ^ 0x8000_0000);
+        (high as u64) << 32 | i as u64
+    }));
+    keys.sort_unstable();
+    for (s, &k) in scores.iter_mut().zip(keys.iter()) {
+        let bits = flip(!((k >> 32) as u32) ^ 0x8000_0000);
+        *s = (f32::from_bits(bits), k as u32);
+    }
 }
 
 /// The search of one variant: leaf evaluators and filter.
@@ -267,8 +293,7 @@ impl<'a> Search<'a> {
             let v = self.play_value_at(scratch, p, 0, depth)?;
             scores.push((v.equity(), i as u32));
         }
-        // Keys are distinct (the index breaks ties): no need for a stable sort.
-        scores.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        sort_scores(scores, &mut scratch.keys);
         Ok(())
     }
 
@@ -362,8 +387,7 @@ impl<'a> Search<'a> {
             scores.push((v.equity(), i as u32));
             out.push((i, v, 0));
         }
-        // Keys are distinct (the index breaks ties): no need for a stable sort.
-        scores.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        sort_scores(scores, &mut scratch.keys);
         if plies == 0 {
             // `scores` is already in rank order: best equity first, ties by index (the
             // order the sort below gives).
@@ -419,6 +443,59 @@ mod tests {
             static_eval: Some(e),
             filter: MoveFilter::default(),
             stop: StopWhen::default(),
+        }
+    }
+
+    #[test]
+    fn sort_scores_gives_the_comparators_order_and_bits() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(10);
+        let special = [
+            0.0f32,
+            -0.0,
+            1.0,
+            -1.0,
+            3.0,
+            -3.0,
+            f32::NAN,
+            -f32::NAN,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            f32::MIN_POSITIVE,
+            -f32::MIN_POSITIVE,
+            1e-40,
+            -1e-40,
+        ];
+        let mut keys = Vec::new();
+        for round in 0..500 {
+            let n = rng.random_range(0..200);
+            let mut scores: Vec<(f32, u32)> = (0..n)
+                .map(|i| {
+                    let e = match rng.random_range(0..4) {
+                        0 => special[rng.random_range(0..special.len())],
+                        1 => f32::from_bits(rng.random()),
+                        // Few distinct values: many ties, broken by the index.
+                        2 => rng.random_range(-2..=2) as f32 / 2.0,
+                        _ => rng.random_range(-3.0f32..3.0),
+                    };
+                    (e, i as u32)
+                })
+                .collect();
+            if round % 2 == 1 {
+                // Indices in any order (the ranking pushes them in order; the sort must
+                // not rely on it).
+                for k in (1..scores.len()).rev() {
+                    let j = rng.random_range(0..=k);
+                    let (a, b) = (scores[k].1, scores[j].1);
+                    (scores[k].1, scores[j].1) = (b, a);
+                }
+            }
+            let mut want = scores.clone();
+            want.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+            sort_scores(&mut scores, &mut keys);
+            let bits =
+                |v: &[(f32, u32)]| v.iter().map(|&(e, i)| (e.to_bits(), i)).collect::<Vec<_>>();
+            assert_eq!(bits(&scores), bits(&want));
         }
     }
 
