@@ -127,9 +127,11 @@ pub fn parse(text: &str) -> Result<Vec<Segment>, RulesError> {
 /// (`24/18(2)`), chains in the order they were first played, `pass` for no move.
 /// Made for one turn's moves (at most four); longer lists are written four at a time.
 pub fn format(moves: &[RawMove]) -> String {
-    let mut out = String::with_capacity(24);
+    // Written as bytes (one copy per piece of text, no per-character encoding), then
+    // taken as the `String` it is: the text is ASCII.
+    let mut out = Vec::with_capacity(24);
     push(moves, &mut out);
-    out
+    String::from_utf8(out).expect("notation is ASCII")
 }
 
 /// Where [`push`] writes: a `String` or a byte buffer (the text is ASCII).
