@@ -280,7 +280,7 @@ impl LegalPlaysAnswer {
     /// About the encoded length in bytes (at least it for most answers: a buffer
     /// this large rarely grows).
     pub fn size_hint(&self) -> usize {
-        let per_play = if self.compact { 128 } else { 320 };
+        let per_play = if self.compact { 160 } else { 320 };
         384 + per_play * self.plays.len()
     }
 
