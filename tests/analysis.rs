@@ -31,6 +31,17 @@ fn opts(plies: u8, luck_plies: u8) -> AnalysisOptions {
     }
 }
 
+/// The Tavli match of tests/data/tavli/tavli-3p-match.mat (Portes, Plakoto and Fevga
+/// games, with forced plays and passes).
+fn tavli_match() -> MatchRecord {
+    let text = std::fs::read_to_string(format!(
+        "{}/tests/data/tavli/tavli-3p-match.mat",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap();
+    MatchRecord::parse(&text).unwrap()
+}
+
 #[test]
 fn opening_blunder_is_flagged_very_bad() {
     // Portes (R4) opening 3-1: 8/5 8/7 leaves three blots within direct range of
@@ -53,12 +64,7 @@ fn opening_blunder_is_flagged_very_bad() {
 fn forced_plays_and_passes_cost_nothing() {
     // R8.2: from Fevga's start 6-6 has one play, 24/18; the record's Fevga game also
     // has passes (no legal move).
-    let text = std::fs::read_to_string(format!(
-        "{}/tests/data/tavli/tavli-3p-match.mat",
-        env!("CARGO_MANIFEST_DIR")
-    ))
-    .unwrap();
-    let r = MatchRecord::parse(&text).unwrap();
+    let r = tavli_match();
     let engine = Engine::load_default();
     let turns = turns_of(&r, &engine, &opts(0, 0));
     assert_eq!(turns.len(), r.turn_count());
@@ -252,12 +258,7 @@ fn only_flagged_turns_are_rolled_out() {
     // A whole Tavli match (Portes R4, Plakoto R5, Fevga R8; forced plays and passes
     // R3) at 0 ply with 1-trial rollouts: every turn the search marks is rolled out,
     // every other turn is as without rollouts.
-    let text = std::fs::read_to_string(format!(
-        "{}/tests/data/tavli/tavli-3p-match.mat",
-        env!("CARGO_MANIFEST_DIR")
-    ))
-    .unwrap();
-    let r = MatchRecord::parse(&text).unwrap();
+    let r = tavli_match();
     let engine = Engine::load_default();
     let plain = turns_of(&r, &engine, &opts(0, 0));
     let rolled = turns_of(

@@ -125,6 +125,17 @@ async fn collect(
     out
 }
 
+/// `e` is INVALID_ARGUMENT with the message `field: reason` and a BadRequest detail
+/// naming `field`.
+fn assert_invalid(e: &tonic::Status, field: &str, reason: &str) {
+    assert_eq!(e.code(), Code::InvalidArgument);
+    assert_eq!(e.message(), format!("{field}: {reason}"));
+    assert_eq!(
+        e.get_details_bad_request().unwrap().field_violations[0].field,
+        field
+    );
+}
+
 #[tokio::test]
 async fn tavli_match_streams_every_turn_then_the_summaries() {
     let server = start(64).await;
@@ -430,12 +441,7 @@ async fn bad_rollout_options_are_invalid_argument() {
         let mut req = text_request(BLUNDER.to_string(), 0);
         req.rollout = Some(rollout);
         let e = client.analyze_game(req).await.unwrap_err();
-        assert_eq!(e.code(), Code::InvalidArgument);
-        assert_eq!(e.message(), format!("{field}: {reason}"));
-        assert_eq!(
-            e.get_details_bad_request().unwrap().field_violations[0].field,
-            field
-        );
+        assert_invalid(&e, field, reason);
     }
 }
 
@@ -479,12 +485,7 @@ async fn structured_records_are_bounded() {
     ];
     for (req, field, reason) in cases {
         let e = client.analyze_game(req).await.unwrap_err();
-        assert_eq!(e.code(), Code::InvalidArgument);
-        assert_eq!(e.message(), format!("{field}: {reason}"));
-        assert_eq!(
-            e.get_details_bad_request().unwrap().field_violations[0].field,
-            field
-        );
+        assert_invalid(&e, field, reason);
     }
     // A 64-character name is read (and each empty game is a game not finished).
     let items = collect(&mut client, record(&"é".repeat(64), 2)).await;
