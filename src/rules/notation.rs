@@ -134,39 +134,17 @@ pub fn format(moves: &[RawMove]) -> String {
     String::from_utf8(out).expect("notation is ASCII")
 }
 
-/// Where [`push`] writes: a `String` or a byte buffer (the text is ASCII).
-pub trait Text {
-    /// Appends the ASCII bytes `b`.
-    fn ascii(&mut self, b: &[u8]);
-}
-
-impl Text for String {
-    #[inline]
-    fn ascii(&mut self, b: &[u8]) {
-        for &c in b {
-            self.push(c as char);
-        }
-    }
-}
-
-impl Text for Vec<u8> {
-    #[inline]
-    fn ascii(&mut self, b: &[u8]) {
-        self.extend_from_slice(b);
-    }
-}
-
-/// Appends [`format`]'s text to `out`, without a `String` of its own.
-pub fn push(moves: &[RawMove], out: &mut impl Text) {
+/// Appends [`format`]'s text (ASCII) to `out`, without a `String` of its own.
+pub fn push(moves: &[RawMove], out: &mut Vec<u8>) {
     if moves.is_empty() {
-        out.ascii(b"pass");
+        out.extend_from_slice(b"pass");
         return;
     }
     if moves.len() > 4 {
         // Not one turn's moves: write each move on its own, four at a time.
         for (i, chunk) in moves.chunks(4).enumerate() {
             if i > 0 {
-                out.ascii(b" ");
+                out.extend_from_slice(b" ");
             }
             push(chunk, out);
         }
@@ -232,7 +210,7 @@ pub fn push(moves: &[RawMove], out: &mut impl Text) {
             text.word([b'(', b'0' + n, b')', 0], 3);
         }
     }
-    out.ascii(&text.buf[..text.n.min(LINE)]);
+    out.extend_from_slice(&text.buf[..text.n.min(LINE)]);
 }
 
 /// The text of a place (own numbering: 0 off, 1..=24 a point, 25 bar; the rest, which
