@@ -11,13 +11,13 @@
 # Idempotent: the Python packages go into a virtual environment under
 # $TAVLI_CI_CACHE (default ~/.cache/tavli-ci), installed only when missing (stock
 # Debian refuses pip installs into the system Python); `npm ci` from the committed
-# lockfile. Ports: CLIENTS_GRPC_PORT (default 55002) and the next one for TLS,
+# lockfile. Ports: CLIENTS_GRPC_PORT (default 20002) and the next one for TLS,
 # CLIENTS_METRICS_PORT (default 9502) and the next one.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
-GRPC_PORT=${CLIENTS_GRPC_PORT:-55002}
+GRPC_PORT=${CLIENTS_GRPC_PORT:-20002}
 METRICS_PORT=${CLIENTS_METRICS_PORT:-9502}
 TLS_PORT=$((GRPC_PORT + 1))
 TLS_METRICS_PORT=$((METRICS_PORT + 1))

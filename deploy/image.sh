@@ -27,14 +27,14 @@
 #   SMOKE=0               skip running the container (package only)
 #   GRPC_CHECKS=0         run the container but only check it starts and keeps
 #                         running (for placeholder binaries without gRPC)
-#   TEST_GRPC_PORT=50061  TEST_METRICS_PORT=19091   loopback ports for the run
+#   TEST_GRPC_PORT=20061  TEST_METRICS_PORT=19091   loopback ports for the run
 #   MAX_IMAGE_MIB=30      size limit
 #   IMAGE_EXPORT=file.tar also write a docker-archive (docker/podman load)
 set -Eeuo pipefail
 
 IMAGE=${IMAGE:-localhost/tavli-engine:dev}
 MAX_IMAGE_MIB=${MAX_IMAGE_MIB:-30}
-TEST_GRPC_PORT=${TEST_GRPC_PORT:-50061}
+TEST_GRPC_PORT=${TEST_GRPC_PORT:-20061}
 TEST_METRICS_PORT=${TEST_METRICS_PORT:-19091}
 SMOKE=${SMOKE:-1}
 GRPC_CHECKS=${GRPC_CHECKS:-1}

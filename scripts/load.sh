@@ -8,7 +8,7 @@
 #   RUST_LOG=warn scripts/load.sh    # the server without its per-call info log line
 #
 # The server: `cargo build --release` (unless --no-build), then target/release/tavli-engine
-# on 127.0.0.1:$GRPC_PORT (gRPC) and 127.0.0.1:$METRICS_PORT (/metrics), defaults 50571 and
+# on 127.0.0.1:$GRPC_PORT (gRPC) and 127.0.0.1:$METRICS_PORT (/metrics), defaults 20571 and
 # 19571, stopped with SIGTERM at the end. Requests: pre-encoded gRPC bodies from positions
 # of seeded random-play games of Portes, Plakoto and Fevga (scripts/load/corpus.py, via the
 # server's CLI). The judge of success is the server's grpc_server_handled_total before and
@@ -32,7 +32,7 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-GRPC_PORT=${GRPC_PORT:-50571}
+GRPC_PORT=${GRPC_PORT:-20571}
 METRICS_PORT=${METRICS_PORT:-19571}
 BIN=$ROOT/target/release/tavli-engine
 BUILD=1

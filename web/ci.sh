@@ -6,13 +6,13 @@
 #
 # Idempotent: apt-get installs chromium only when /usr/bin/chromium is missing
 # (`npx playwright install` cannot download a browser here); `npm ci` from the
-# committed lockfile. Ports: WEB_CI_GRPC_PORT (default 55001), WEB_CI_METRICS_PORT
+# committed lockfile. Ports: WEB_CI_GRPC_PORT (default 20001), WEB_CI_METRICS_PORT
 # (9501), WEB_CI_WEB_PORT (8501).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
-GRPC_PORT=${WEB_CI_GRPC_PORT:-55001}
+GRPC_PORT=${WEB_CI_GRPC_PORT:-20001}
 METRICS_PORT=${WEB_CI_METRICS_PORT:-9501}
 WEB_PORT=${WEB_CI_WEB_PORT:-8501}
 

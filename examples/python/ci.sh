@@ -7,12 +7,12 @@
 #
 # Idempotent: a virtualenv in target/py-venv (python3-venv from apt when missing)
 # with grpcio and grpcio-tools from PyPI.
-#   PYCLIENT_GRPC_PORT (default 56010), PYCLIENT_METRICS_PORT (default 9610).
+#   PYCLIENT_GRPC_PORT (default 20010), PYCLIENT_METRICS_PORT (default 9610).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT"
-GRPC_PORT=${PYCLIENT_GRPC_PORT:-56010}
+GRPC_PORT=${PYCLIENT_GRPC_PORT:-20010}
 METRICS_PORT=${PYCLIENT_METRICS_PORT:-9610}
 VENV="$ROOT/target/py-venv"
 GRPC_VERSION=1.85.1
