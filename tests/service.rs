@@ -9,8 +9,9 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use tavli_engine::eval::rollout::{RolloutConfig, RolloutReport};
 use tavli_engine::eval::{
-    EvalError, EvalOptions, Evaluation, PositionEvaluator, Probabilities, RankedPlay,
+    EvalError, EvalOptions, Evaluation, PositionEvaluator, Probabilities, RankedPlay, StopWhen,
 };
 use tavli_engine::rules::{self, position_id, Dice, Position, Side, Variant};
 use tavli_engine::service::pb::list_legal_plays_request as llp;
@@ -1461,6 +1462,23 @@ impl PositionEvaluator for EndlessEvaluator {
     ) -> Result<Vec<RankedPlay>, EvalError> {
         self.evaluate(pos, opts).map(|_| Vec::new())
     }
+
+    fn rollout(
+        &self,
+        pos: &Position,
+        _dice: Option<Dice>,
+        _cfg: &RolloutConfig,
+        stop: StopWhen<'_>,
+        _on_report: &mut dyn FnMut(&RolloutReport) -> std::ops::ControlFlow<()>,
+    ) -> Result<RolloutReport, EvalError> {
+        let opts = EvalOptions {
+            plies: 0,
+            deadline: stop.deadline,
+            cancel: stop.cancel.cloned(),
+        };
+        self.evaluate(pos, opts)?;
+        unreachable!("evaluate returns only when stopped")
+    }
 }
 
 impl EndlessEvaluator {
@@ -1532,7 +1550,8 @@ async fn a_cancelled_evaluate_stops_its_search_and_then_returns_its_permit() {
 }
 
 /// At the end of the drain time the server cancels the searches still running: they
-/// answer UNAVAILABLE and `serve` returns soon after.
+/// answer UNAVAILABLE (the client did not cancel: it may retry elsewhere), the streams
+/// of a rollout and of an analysis included, and `serve` returns soon after.
 #[tokio::test]
 async fn the_end_of_the_drain_stops_running_searches() {
     let eval = Arc::new(EndlessEvaluator::default());
@@ -1543,6 +1562,34 @@ async fn the_end_of_the_drain_stops_running_searches() {
     })
     .await;
     let mut c = server.client().await;
+    let mut streams = Vec::new();
+    let rollout = pb::RolloutRequest {
+        position: Some(pb::rollout_request::Position::PositionId(
+            PORTES_START.into(),
+        )),
+        trials: 36,
+        ..Default::default()
+    };
+    let mut rc = server.client().await;
+    streams.push(tokio::spawn(async move {
+        let mut s = rc.rollout(rollout).await?.into_inner();
+        while s.message().await?.is_some() {}
+        Ok::<_, Status>("rollout")
+    }));
+    server.wait_in_flight("Rollout", 1.0).await;
+    let analysis = pb::AnalyzeGameRequest {
+        record: Some(pb::analyze_game_request::Record::Text(
+            " 1 point match\n\n Game 1 Portes\n a : 0   b : 0\n  1) 31: 8/5 6/5\n".into(),
+        )),
+        ..Default::default()
+    };
+    let mut ac = server.client().await;
+    streams.push(tokio::spawn(async move {
+        let mut s = ac.analyze_game(analysis).await?.into_inner();
+        while s.message().await?.is_some() {}
+        Ok::<_, Status>("analysis")
+    }));
+    server.wait_in_flight("AnalyzeGame", 1.0).await;
     let call = tokio::spawn(async move { c.evaluate(eval_req(None)).await });
     server.wait_in_flight("Evaluate", 1.0).await;
     let t = Instant::now();
@@ -1560,6 +1607,14 @@ async fn the_end_of_the_drain_stops_running_searches() {
         e.message(),
         "the server is shutting down: evaluation stopped; retry"
     );
+    for (s, what) in streams.into_iter().zip(["rollout", "analysis"]) {
+        let e = s.await.unwrap().unwrap_err();
+        assert_eq!(e.code(), Code::Unavailable, "{what}: {e:?}");
+        assert_eq!(
+            e.message(),
+            format!("the server is shutting down: {what} stopped; retry")
+        );
+    }
 }
 
 /// Readiness: while every engine permit stays taken for 5 s the engine's health

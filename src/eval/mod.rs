@@ -139,6 +139,15 @@ impl CancelToken {
         self.0.flag.store(true, Ordering::Relaxed);
     }
 
+    /// Whether a parent token was cancelled (for a request's token, a child of the
+    /// server's: the server is shutting down), not only this one.
+    pub fn parent_cancelled(&self) -> bool {
+        self.0
+            .parent
+            .as_ref()
+            .is_some_and(CancelToken::is_cancelled)
+    }
+
     /// Whether [`CancelToken::cancel`] was called on any clone or on a parent.
     #[inline]
     pub fn is_cancelled(&self) -> bool {

@@ -427,7 +427,7 @@ pub fn spawn_analysis<H: Send + 'static>(
     hold: H,
 ) -> CancelOnDrop {
     let (tx, rx) = tokio::sync::mpsc::channel(STREAM_BUFFER);
-    let work_token = token.clone();
+    let (work_token, request_token) = (token.clone(), token.clone());
     let span = tracing::Span::current();
     let handle = tokio::runtime::Handle::current();
     tokio::task::spawn_blocking(move || {
@@ -457,7 +457,7 @@ pub fn spawn_analysis<H: Send + 'static>(
                     "the client read nothing for {} s",
                     STALL_LIMIT.as_secs()
                 )),
-                Err(e) => Status::from(e),
+                Err(e) => Status::from(e.shutdown_if(&request_token, "analysis")),
             };
             if late {
                 // A stalled client: no waiting for room again.

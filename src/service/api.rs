@@ -499,6 +499,7 @@ impl pb::tavli_engine_server::TavliEngine for TavliEngineService {
         let guard = CancelOnDrop::new(token.clone());
         let svc = self.clone();
         let span = tracing::Span::current();
+        let request_token = token.clone();
         let r = tokio::task::spawn_blocking(move || {
             let r = span.in_scope(|| svc.evaluate_with(&req, deadline, Some(token)));
             if let Some(slot) = slot {
@@ -510,12 +511,7 @@ impl pb::tavli_engine_server::TavliEngine for TavliEngineService {
         .await
         .map_err(|e| ServiceError::Internal(format!("evaluation task failed: {e}")))
         .and_then(|r| r)
-        .map_err(|e| match e {
-            ServiceError::Cancelled if self.cancel.is_cancelled() => ServiceError::Unavailable(
-                "the server is shutting down: evaluation stopped; retry".to_string(),
-            ),
-            e => e,
-        });
+        .map_err(|e| e.shutdown_if(&request_token, "evaluation"));
         guard.disarm();
         respond(r)
     }

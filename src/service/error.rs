@@ -11,7 +11,7 @@
 //! | [`ServiceError::Unavailable`] (shutting down) | `UNAVAILABLE` | |
 //! | [`ServiceError::Internal`] | `INTERNAL` | |
 
-use crate::eval::EvalError;
+use crate::eval::{CancelToken, EvalError};
 use crate::rules::{Outcome, RulesError};
 use std::collections::HashMap;
 use std::fmt;
@@ -44,6 +44,18 @@ pub enum ServiceError {
 }
 
 impl ServiceError {
+    /// `Cancelled` turned into `Unavailable` ("the server is shutting down: `what`
+    /// stopped; retry") when `token`, the request's token, was cancelled by the
+    /// server's (the drain ended): the client did not cancel, and may retry elsewhere.
+    pub fn shutdown_if(self, token: &CancelToken, what: &str) -> ServiceError {
+        match self {
+            ServiceError::Cancelled if token.parent_cancelled() => ServiceError::Unavailable(
+                format!("the server is shutting down: {what} stopped; retry"),
+            ),
+            e => e,
+        }
+    }
+
     /// Shorthand for [`ServiceError::Invalid`].
     pub fn invalid(field: impl Into<String>, reason: impl Into<String>) -> ServiceError {
         ServiceError::Invalid {

@@ -176,6 +176,7 @@ impl TavliEngineService {
                     Err(_) => ControlFlow::Break(()),
                 });
                 if let Err(e) = r {
+                    let e = e.shutdown_if(&token, "rollout");
                     let _ = tx.blocking_send(Err(Status::from(e)));
                 }
             })
