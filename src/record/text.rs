@@ -223,6 +223,10 @@ enum Parsed {
     End(Option<u32>),
 }
 
+/// What a cell may be, for errors.
+const EXPECTED_CELL: &str = "expected a roll and a play (\"52: 13/8 13/11\", dice 1..6), \
+     \"Doubles => 2\", \"Takes\", \"Drops\" or \"Wins 1 point\"";
+
 /// Reads one cell's text (`52: 13/8 13/11 `, `Doubles => 2`, `Takes`, `Wins 1 point`).
 fn cell(text: &str, line: usize) -> Result<Parsed, RecordError> {
     let trimmed = text.trim_start();
@@ -268,7 +272,7 @@ fn cell(text: &str, line: usize) -> Result<Parsed, RecordError> {
             "beavers and raccoons are not supported (Tavli is cubeless; cube actions are only \
              read as doubles, takes and drops)",
         )),
-        _ => Err(bad("expected a roll and a play (\"52: 13/8 13/11\"), \"Doubles => 2\", \"Takes\", \"Drops\" or \"Wins 1 point\"")),
+        _ => Err(bad(EXPECTED_CELL)),
     }
 }
 
@@ -377,6 +381,18 @@ fn read_body_line(l: &str, line: usize, game: &mut RawGame) -> Result<(), Record
         (None, t, lead)
     };
     let pieces = split_cells(body, body_start);
+    // Text before the first cell is no cell at all (a roll such as "71:" or "31"
+    // without its colon): an error, not a line read as empty.
+    let first = pieces.first().map_or(body.len(), |p| p.start - body_start);
+    if !is_blank(&body[..first]) {
+        return Err(RecordError::at_line(
+            line,
+            format!(
+                "{EXPECTED_CELL}: {:?}",
+                crate::rules::position::Clip(body.trim())
+            ),
+        ));
+    }
     if pieces.is_empty() {
         return if number.is_some() {
             Ok(())
@@ -462,6 +478,37 @@ mod tests {
         assert_eq!(p[1].text, "Wins 1 point ");
         let p = split_cells(" 66:                          Doubles => 2", 4);
         assert_eq!((p[0].text.trim(), p[1].text), ("66:", "Doubles => 2"));
+    }
+
+    /// A numbered line whose text is no cell (dice outside 1..6, a roll without its
+    /// colon) is an error at that line, not a line read as empty; an empty numbered
+    /// line is still nothing.
+    #[test]
+    fn a_line_that_is_no_cell_is_an_error() {
+        let record =
+            |turn: &str| format!(" 1 point match\n\n Game 1 Portes\n a : 0   b : 0\n{turn}\n");
+        for (turn, shown) in [
+            ("  1) 71: 8/5 6/5", "71: 8/5 6/5"),
+            ("  1) 07: 8/5 6/5", "07: 8/5 6/5"),
+            ("  1) 3-1: 8/5 6/5", "3-1: 8/5 6/5"),
+            ("  1) 31 8/5 6/5", "31 8/5 6/5"),
+            ("  1) 8/5 6/5 52: 13/8 13/11", "8/5 6/5 52: 13/8 13/11"),
+        ] {
+            let e = match parse(&record(turn)) {
+                Ok(_) => panic!("{turn:?} was read"),
+                Err(e) => e,
+            };
+            assert_eq!(e.line, 5, "{turn:?}");
+            assert_eq!(
+                e.to_string(),
+                format!("line 5: {EXPECTED_CELL}: {shown:?}"),
+                "{turn:?}"
+            );
+        }
+        let game = &parse(&record("  1)")).unwrap().games[0];
+        assert!(game.cells.is_empty());
+        let game = &parse(&record("  1) 31: 8/5 6/5")).unwrap().games[0];
+        assert_eq!(game.cells.len(), 1);
     }
 
     #[test]
