@@ -392,6 +392,16 @@ fn match_cycle_r2() {
     assert!(m
         .advance(&win(Side::White, 1, OutcomeReason::BoreOff))
         .is_err());
+    // A winner who has not reached the length is no state a match can be in.
+    let mut wrong = MatchState::new(3).unwrap();
+    wrong.winner = Some(Side::White);
+    assert_eq!(
+        wrong.advance(&win(Side::White, 1, OutcomeReason::BoreOff)),
+        Err(RulesError::invalid(
+            "match.winner",
+            "white is given as the match's winner with 0 of 3 points"
+        ))
+    );
     assert!(MatchState::new(0).is_err());
     // A one-point match ends with the first win.
     let one = MatchState::new(1)

@@ -71,7 +71,8 @@ impl MatchState {
     /// The state after the current game ended with `outcome` (R2): points added, the
     /// next variant in the cycle, the winner starts the next game (an opening roll
     /// after a draw), the match over when a side reaches the length. Errors (field
-    /// `match`) when the match is already over, or (fields `outcome.*`) when the outcome
+    /// `match`) when the match is already over, `match.winner` for a winner short of
+    /// the length, or (fields `outcome.*`) when the outcome
     /// cannot end a game of the variant played: points other than 1 for a single win,
     /// 2 for a mars or mother win, 0 for a draw; mother results outside Plakoto.
     pub fn advance(&self, outcome: &Outcome) -> Result<MatchState, RulesError> {
@@ -81,9 +82,22 @@ impl MatchState {
                 "match length must be at least 1",
             ));
         }
+        if let Some(w) = self.winner {
+            if self.score[w.index()] < self.length {
+                return Err(RulesError::invalid(
+                    "match.winner",
+                    format!(
+                        "{w} is given as the match's winner with {} of {} points",
+                        self.score[w.index()],
+                        self.length
+                    ),
+                ));
+            }
+        }
         if self.winner.is_some() || self.score.iter().any(|&s| s >= self.length) {
             return Err(RulesError::invalid("match", "the match is already over"));
         }
+
         use super::types::OutcomeReason::*;
         let expected_points = match (outcome.reason, outcome.winner) {
             (BoreOff, Some(_)) => 1,
