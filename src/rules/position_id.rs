@@ -21,7 +21,7 @@
 //! roll first, then the side on roll, each of its own points 1..24 then its bar, one
 //! `1` bit per checker then a `0`; packed little-endian; base64 without padding.
 
-use super::board::{flip_index, Board, BAR, OFF};
+use super::board::{differing_mask, flip_index, Board, BAR, OFF};
 use super::position::{Clip, Position, RulesError, CHECKERS};
 use super::types::{Side, Variant};
 use base64::engine::general_purpose::STANDARD_NO_PAD;
@@ -107,6 +107,195 @@ pub fn push_id_of_board(b: &Board, variant: Variant, mover: Side, turn: Side, ou
     write_id(variant, turn, &sides, out);
 }
 
+/// Position IDs of boards that differ from one parent board in a few places (the
+/// legal plays of one position), written by patching the parent's text: the text of
+/// each side's list is kept entry by entry, and a board's ID is the parent's text
+/// with only the entries of the places where the board differs written anew (a play
+/// changes at most eight of the mover's places and a few of the opponent's).
+///
+/// For every board, [`PlayIds::push`] writes the same bytes as [`push_id_of_board`]
+/// with the variant, mover and side to move given to [`PlayIds::new`]; only the
+/// cost depends on how near the board is to the parent. The service writes one per
+/// play of a `PLAY_DETAIL_COMPACT` answer.
+pub struct PlayIds {
+    /// The board the entries of [`PlayIds::lists`] are written from.
+    parent: Board,
+    /// White's list, then Black's.
+    lists: [ListText; 2],
+    /// Where each ID is written: `variant/side` (from [`PREFIX`]) in its first
+    /// `prefix` bytes, kept from one ID to the next.
+    buf: IdBuf,
+    prefix: usize,
+}
+
+/// Bytes of [`ListText::text`]: above the longest list (26 entries of at most 8
+/// bytes), a power of two, and 16 more for a copied run's last word.
+const LIST_TEXT: usize = 256;
+
+/// One side's list of the parent board in a Position ID, by slot: the list's places
+/// in its order, 0 the bar, 1..=24 the points along the side's path ([`PATHS`]), 25
+/// `off`.
+#[derive(Clone, Copy)]
+struct ListText {
+    /// The parent's entries (`,label:count`, each with its comma) in slot order.
+    text: [u8; LIST_TEXT + 16],
+    /// Slot `s`'s entry is `text[start[s]..start[s + 1]]`, empty when the side has
+    /// no checker there; `start[26]` is the length of the list.
+    start: [u8; 27],
+    /// The slot of each board index (0 off, 1..=24 points, 25 bar; [`Board`]).
+    slot_of: [u8; 26],
+    /// The board index of each slot.
+    index_of: [u8; 26],
+    /// The [`ENTRY`] label of each slot.
+    label: [u8; 26],
+    /// The side is the board's mover (its `own` checkers), not the opponent.
+    mover: bool,
+}
+
+impl PlayIds {
+    /// The writer for boards of `mover` (its own view, [`Board`]) that are near
+    /// `parent`, with `turn` to move in the IDs.
+    pub fn new(parent: &Board, variant: Variant, mover: Side, turn: Side) -> PlayIds {
+        let (prefix, len) = PREFIX[variant as usize][turn.index()];
+        let mut lists = [ListText {
+            text: [0; LIST_TEXT + 16],
+            start: [0; 27],
+            slot_of: [0; 26],
+            index_of: [0; 26],
+            label: [0; 26],
+            mover: false,
+        }; 2];
+        for side in [Side::White, Side::Black] {
+            let list = &mut lists[side.index()];
+            list.mover = side == mover;
+            let path = &PATHS[path_index(variant, side)];
+            for s in 0..26 {
+                // The side's own index of the slot (25 bar, 24..=1 along its path,
+                // 0 off), then the board's (the mover's own numbering).
+                let own = 25 - s;
+                let index = if list.mover || own == 0 || own == BAR {
+                    own
+                } else {
+                    flip_index(variant, own)
+                };
+                list.index_of[s] = index as u8;
+                list.slot_of[index] = s as u8;
+                list.label[s] = match s {
+                    0 => BAR_LABEL as u8,
+                    25 => OFF_LABEL as u8,
+                    k => path[k - 1],
+                };
+            }
+            // Written through an ID buffer, whose `entry` writes every count.
+            let mut buf: IdBuf = [0; ID_BUF + 16];
+            let mut n = 0;
+            for s in 0..26 {
+                list.start[s] = n as u8;
+                let (count, pinned) = slot_entry(parent, list.mover, list.index_of[s] as usize);
+                if count > 0 {
+                    n = entry(&mut buf, n, list.label[s] as usize, count, pinned);
+                }
+            }
+            list.start[26] = n as u8;
+            list.text[..n].copy_from_slice(&buf[..n]);
+        }
+        let mut buf = [0; ID_BUF + 16];
+        buf[..16].copy_from_slice(&prefix);
+        PlayIds {
+            parent: *parent,
+            lists,
+            buf,
+            prefix: len as usize,
+        }
+    }
+
+    /// Appends the Position ID of `b` to `out`: the bytes of [`push_id_of_board`].
+    pub fn push(&mut self, b: &Board, out: &mut Vec<u8>) {
+        let p = &self.parent;
+        // The board indices whose entry may differ from the parent's, by side (a pin
+        // changes the count and mark of the pinned side and the mover's mark there).
+        let pins = ((b.own_pinned ^ p.own_pinned) | (b.opp_pinned ^ p.opp_pinned)) & PIN_BITS;
+        let changed = [
+            differing_mask(&b.opp, &p.opp) | pins,
+            differing_mask(&b.own, &p.own) | pins,
+        ];
+        let buf = &mut self.buf;
+        let mut n = self.prefix;
+        for list in &self.lists {
+            let start = n;
+            let mut indices = changed[list.mover as usize];
+            let mut slots = 0u32;
+            while indices != 0 {
+                let i = indices.trailing_zeros() as usize;
+                indices &= indices - 1;
+                slots |= 1 << list.slot_of[i % 26];
+            }
+            // The parent's text up to each changed slot, the slot's new entry, and
+            // on after the parent's entry there.
+            let mut from = 0;
+            while slots != 0 {
+                let s = slots.trailing_zeros() as usize;
+                slots &= slots - 1;
+                n = copy_run(buf, n, &list.text, from, list.start[s] as usize);
+                let (count, pinned) = slot_entry(b, list.mover, list.index_of[s] as usize);
+                if count > 0 {
+                    n = entry(buf, n, list.label[s] as usize, count, pinned);
+                }
+                from = list.start[s + 1] as usize;
+            }
+            n = copy_run(buf, n, &list.text, from, list.start[26] as usize);
+            // Every entry is written after a comma; the side's first comma becomes the
+            // `/` (no entry: a `/` alone, never a valid position).
+            if n == start {
+                buf[n & (ID_BUF - 1)] = b'/';
+                n += 1;
+            } else {
+                buf[start & (ID_BUF - 1)] = b'/';
+            }
+        }
+        out.extend_from_slice(&buf[..n.min(ID_BUF)]);
+    }
+}
+
+/// The bits of a [`Board`]'s pin masks that can be set: points 1..=24.
+const PIN_BITS: u32 = 0x01ff_fffe;
+
+/// The count and the pin mark (1: this side's bottom checker there is pinned) that a
+/// Position ID lists at board index `i` for the mover's side (`mover`) or the
+/// opponent's, as [`push_id_of_board`] counts them.
+#[inline(always)]
+fn slot_entry(b: &Board, mover: bool, i: usize) -> (u8, usize) {
+    let (counts, pins, marks) = if mover {
+        // With both colours pinned on one point (a board built by hand) the mark is
+        // the opponent's.
+        (&b.own, b.own_pinned, b.own_pinned & !b.opp_pinned)
+    } else {
+        (&b.opp, b.opp_pinned, b.opp_pinned)
+    };
+    let (pins, marks) = (pins & PIN_BITS, marks & PIN_BITS);
+    let count = counts[i % 26].saturating_add((pins >> (i % 26)) as u8 & 1);
+    (count, (marks >> (i % 26) & 1) as usize)
+}
+
+/// Copies `text[from..to]` to `buf` at `n` and returns the new length, 16 bytes at a
+/// time (the bytes written past the run are overwritten or cut after).
+#[inline(always)]
+fn copy_run(
+    buf: &mut IdBuf,
+    n: usize,
+    text: &[u8; LIST_TEXT + 16],
+    from: usize,
+    to: usize,
+) -> usize {
+    let mut k = 0;
+    while from + k < to {
+        let (at, src) = ((n + k) & (ID_BUF - 1), (from + k) & (LIST_TEXT - 1));
+        buf[at..at + 16].copy_from_slice(&text[src..src + 16]);
+        k += 16;
+    }
+    n + (to - from)
+}
+
 /// One side's checkers as its list in a Position ID: `counts[k]` on the `k`-th point of
 /// its path ([`PATHS`]), bit `k` of `pinned` when its bottom checker there is pinned.
 #[derive(Clone, Copy)]
@@ -129,7 +318,7 @@ impl SideList {
 /// The Position ID from its parts (White's list, then Black's, by [`Side::index`]).
 fn write_id(variant: Variant, turn: Side, sides: &[SideList; 2], out: &mut Vec<u8>) {
     // Written into a stack buffer, then copied once; `n` is the length so far.
-    let mut buf = [0u8; ID_BUF + 8];
+    let mut buf: IdBuf = [0; ID_BUF + 16];
     let (prefix, len) = PREFIX[variant as usize][turn.index()];
     buf[..16].copy_from_slice(&prefix);
     let mut n = len as usize;
@@ -186,7 +375,7 @@ fn nonzero_bytes(counts: &[u8; 24]) -> u32 {
 /// digit by digit above. Indices are taken modulo [`ID_BUF`], which a Position ID
 /// never reaches, so no write is checked.
 #[inline(always)]
-fn entry(buf: &mut [u8; ID_BUF + 8], n: usize, label: usize, count: u8, pinned: usize) -> usize {
+fn entry(buf: &mut IdBuf, n: usize, label: usize, count: u8, pinned: usize) -> usize {
     if count > 15 {
         return entry_slow(buf, n, label, count, pinned == 1);
     }
@@ -198,13 +387,7 @@ fn entry(buf: &mut [u8; ID_BUF + 8], n: usize, label: usize, count: u8, pinned: 
 
 /// [`entry`] for counts above 15 (a board built by hand).
 #[cold]
-fn entry_slow(
-    buf: &mut [u8; ID_BUF + 8],
-    mut n: usize,
-    label: usize,
-    count: u8,
-    pinned: bool,
-) -> usize {
+fn entry_slow(buf: &mut IdBuf, mut n: usize, label: usize, count: u8, pinned: bool) -> usize {
     let mut byte = |b: u8| {
         buf[n & (ID_BUF - 1)] = b;
         n += 1;
@@ -340,11 +523,14 @@ const ENTRY: [[[u64; 16]; 26]; 2] = {
     t
 };
 
-/// Bytes of [`write_id`]'s buffer (8 more for the last word written), a power of two
-/// above the longest Position ID: the variant and side (9 bytes), then per side `/`
-/// and at most 26 entries (bar, 24 points, off) of at most 8 bytes (`,24:255p`), 425
-/// bytes in all.
+/// Bytes of [`write_id`]'s buffer ([`IdBuf`]), a power of two above the longest
+/// Position ID: the variant and side (9 bytes), then per side `/` and at most 26
+/// entries (bar, 24 points, off) of at most 8 bytes (`,24:255p`), 425 bytes in all.
 const ID_BUF: usize = 512;
+
+/// The buffer a Position ID is written into: [`ID_BUF`] bytes and 16 more for the
+/// last word written past the end of the text (an entry's 8, a copied run's 16).
+type IdBuf = [u8; ID_BUF + 16];
 
 /// Parses a Position ID and validates the position (R9). Errors name the field
 /// `position_id` (syntax) or the position field (R9).
@@ -794,6 +980,106 @@ mod tests {
             }
         }
         assert!(boards > 20_000, "{boards}");
+    }
+
+    fn patched_id(ids: &mut PlayIds, b: &Board) -> String {
+        let mut v = Vec::new();
+        ids.push(b, &mut v);
+        String::from_utf8(v).unwrap()
+    }
+
+    /// The patched ID of every play of every roll of random positions of each variant,
+    /// with either side to move in the ID, is the general writer's: patched from the
+    /// board played from and from another position's board (every place may differ).
+    /// The boards include R4 checkers on the bar, R6 borne-off checkers, R5.1 pins and
+    /// R5.5 pinned mothers.
+    #[test]
+    fn patched_play_ids_are_the_general_writers() {
+        // Boards checked: all, with a checker on the bar, borne off, pinned, a pinned
+        // mother; by side to move in the ID.
+        let (mut all, mut bar, mut off, mut pinned, mut mother) = (0, 0, 0, 0, 0);
+        let mut by_turn = [0; 2];
+        for v in Variant::ALL {
+            let positions = random_positions(v, 11, 160);
+            for (k, pos) in positions.iter().enumerate() {
+                if pos.game_over().is_some() {
+                    continue;
+                }
+                let mover = pos.turn;
+                let parent = Board::from_position(pos, mover);
+                let other = Board::from_position(&positions[(k * 7 + 3) % positions.len()], mover);
+                for turn in [mover.opponent(), mover] {
+                    let mut near = PlayIds::new(&parent, v, mover, turn);
+                    let mut far = PlayIds::new(&other, v, mover, turn);
+                    assert_eq!(
+                        patched_id(&mut near, &parent),
+                        board_id(&parent, v, mover, turn)
+                    );
+                    assert_eq!(
+                        patched_id(&mut far, &parent),
+                        board_id(&parent, v, mover, turn)
+                    );
+                    for d1 in 1..=6 {
+                        for d2 in d1..=6 {
+                            for p in legal_raw_plays(pos, Dice::new(d1, d2).unwrap()).unwrap() {
+                                let b = &p.board;
+                                let want = board_id(b, v, mover, turn);
+                                assert_eq!(patched_id(&mut near, b), want, "{}", to_id(pos));
+                                assert_eq!(patched_id(&mut far, b), want, "{}", to_id(pos));
+                                all += 1;
+                                by_turn[turn.index()] += 1;
+                                bar += (b.own[BAR] + b.opp[BAR] > 0) as usize;
+                                off += (b.own[OFF] + b.opp[OFF] > 0) as usize;
+                                pinned += (b.own_pinned | b.opp_pinned != 0) as usize;
+                                // The mover's mother on its own 24, the opponent's on
+                                // the mover's 1 (Plakoto).
+                                mother += (b.own_pinned >> 24 & 1 | b.opp_pinned >> 1 & 1) as usize;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert!(all > 400_000, "{all}");
+        assert!(by_turn.iter().all(|&n| n == all / 2), "{by_turn:?}");
+        assert!(
+            bar > 1_000 && off > 1_000 && pinned > 1_000,
+            "{bar} {off} {pinned}"
+        );
+        assert!(mother > 20_000, "{mother}");
+    }
+
+    /// Boards built by hand that are no valid position (counts above 15, both colours
+    /// pinned on one point, no checker at all), patched from each other: the general
+    /// writer's text.
+    #[test]
+    fn patched_ids_of_boards_built_by_hand() {
+        let mut big = Board::EMPTY;
+        big.own[24] = 200;
+        big.own[BAR] = 16;
+        big.opp[3] = 15;
+        big.opp[OFF] = 99;
+        let mut pins = Board::EMPTY;
+        pins.own[7] = 1;
+        pins.opp[7] = 1;
+        pins.own_pinned = 1 << 7 | 1 << 20;
+        pins.opp_pinned = 1 << 7;
+        let start =
+            Board::from_position(&Position::start(Variant::Plakoto, Side::White), Side::White);
+        let boards = [Board::EMPTY, big, pins, start];
+        for v in Variant::ALL {
+            for mover in [Side::White, Side::Black] {
+                for parent in &boards {
+                    let mut ids = PlayIds::new(parent, v, mover, mover.opponent());
+                    for b in &boards {
+                        assert_eq!(
+                            patched_id(&mut ids, b),
+                            board_id(b, v, mover, mover.opponent())
+                        );
+                    }
+                }
+            }
+        }
     }
 
     /// The one-pass reading of canonical IDs gives what the general parser gives, on

@@ -23,7 +23,7 @@ use crate::rules::board::Board;
 use crate::rules::movegen::{RawMove, RawPlay};
 use crate::rules::notation;
 use crate::rules::play::to_location;
-use crate::rules::position_id::{push_gnubg_id, push_id, push_id_of_board};
+use crate::rules::position_id::{push_gnubg_id, push_id, PlayIds};
 use crate::rules::{Dice, Location, Outcome, Position, Side, Variant};
 use bytes::BufMut;
 
@@ -230,15 +230,22 @@ fn put_outcome(out: &mut Vec<u8>, field: u8, o: &Outcome) {
 }
 
 /// `Play` of `mover` (as [`crate::rules::legal_plays`] converts the generator's play),
-/// with the whole resulting position, or its Position ID only when `compact`.
-fn put_play(out: &mut Vec<u8>, variant: Variant, mover: Side, p: &RawPlay, compact: bool) {
+/// with the whole resulting position, or its Position ID only when `ids` is given
+/// (compact; the writer of the IDs of the plays of the position played from).
+fn put_play(
+    out: &mut Vec<u8>,
+    variant: Variant,
+    mover: Side,
+    p: &RawPlay,
+    ids: Option<&mut PlayIds>,
+) {
     let locations = &MOVE_LOCATIONS[variant as usize][mover.index()];
     for m in p.moves() {
         put_move(out, locations, m);
     }
     // Notation is never empty (`pass` for no move).
     put_nested(out, 2, 1, true, |t| notation::push(p.moves(), t));
-    if !compact {
+    if ids.is_none() {
         let position = p.board.to_position(variant, mover, mover.opponent());
         // A whole position is 100 to 400 bytes: a two-byte length first.
         put_nested(out, 3, 2, false, |t| {
@@ -249,11 +256,9 @@ fn put_play(out: &mut Vec<u8>, variant: Variant, mover: Side, p: &RawPlay, compa
     if let Some(o) = p.outcome {
         put_outcome(out, 4, &o.to_outcome(mover));
     }
-    if compact {
+    if let Some(ids) = ids {
         // The resulting position's ID straight from the board (no `Position`).
-        put_nested(out, 5, 1, true, |t| {
-            push_id_of_board(&p.board, variant, mover, mover.opponent(), t)
-        });
+        put_nested(out, 5, 1, true, |t| ids.push(&p.board, t));
     }
 }
 
@@ -290,8 +295,13 @@ impl LegalPlaysAnswer {
     /// into one scratch buffer, then copied to `dst` after its length.
     pub fn encode(&self, dst: &mut impl BufMut) {
         let pos = &self.position;
+        let board = Board::from_position(pos, pos.turn);
+        // Compact: the plays' IDs patched from the ID of the board played from.
+        let mut ids = self
+            .compact
+            .then(|| PlayIds::new(&board, pos.variant, pos.turn, pos.turn.opponent()));
         let mut scratch = Vec::with_capacity(if self.compact { 256 } else { 512 });
-        put_position(&mut scratch, pos, || Board::from_position(pos, pos.turn));
+        put_position(&mut scratch, pos, || board);
         put_bytes(dst, 1, &scratch);
         put_bytes(
             dst,
@@ -308,7 +318,7 @@ impl LegalPlaysAnswer {
             // before it: one copy into `dst` per play.
             scratch.clear();
             scratch.extend_from_slice(&[0; PLAY_HEAD]);
-            put_play(&mut scratch, pos.variant, pos.turn, p, self.compact);
+            put_play(&mut scratch, pos.variant, pos.turn, p, ids.as_mut());
             let len = scratch.len() - PLAY_HEAD;
             let start = if len < 1 << 7 {
                 scratch[PLAY_HEAD - 1] = len as u8;
