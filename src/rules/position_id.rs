@@ -142,12 +142,10 @@ struct ListText {
     /// Slot `s`'s entry is `text[start[s]..start[s + 1]]`, empty when the side has
     /// no checker there; `start[26]` is the length of the list.
     start: [u8; 27],
-    /// The slot of each board index (0 off, 1..=24 points, 25 bar; [`Board`]).
-    slot_of: [u8; 26],
-    /// The board index of each slot.
-    index_of: [u8; 26],
-    /// The [`ENTRY`] label of each slot.
-    label: [u8; 26],
+    /// The side's places on the board: [`SLOT_INDEX`] and [`SLOT_OF`] row.
+    places: usize,
+    /// The side's labels: [`SLOT_LABEL`] row ([`path_index`]).
+    path: usize,
     /// The side is the board's mover (its `own` checkers), not the opponent.
     mover: bool,
 }
@@ -157,56 +155,52 @@ impl PlayIds {
     /// `parent`, with `turn` to move in the IDs.
     pub fn new(parent: &Board, variant: Variant, mover: Side, turn: Side) -> PlayIds {
         let (prefix, len) = PREFIX[variant as usize][turn.index()];
-        let mut lists = [ListText {
-            text: [0; LIST_TEXT + 16],
-            start: [0; 27],
-            slot_of: [0; 26],
-            index_of: [0; 26],
-            label: [0; 26],
-            mover: false,
-        }; 2];
+        let mut buf = [0; ID_BUF + 16];
+        buf[..16].copy_from_slice(&prefix);
+        let mut ids = PlayIds {
+            parent: *parent,
+            lists: [ListText {
+                text: [0; LIST_TEXT + 16],
+                start: [0; 27],
+                places: 0,
+                path: 0,
+                mover: false,
+            }; 2],
+            buf,
+            prefix: len as usize,
+        };
         for side in [Side::White, Side::Black] {
-            let list = &mut lists[side.index()];
+            let list = &mut ids.lists[side.index()];
             list.mover = side == mover;
-            let path = &PATHS[path_index(variant, side)];
-            for s in 0..26 {
-                // The side's own index of the slot (25 bar, 24..=1 along its path,
-                // 0 off), then the board's (the mover's own numbering).
-                let own = 25 - s;
-                let index = if list.mover || own == 0 || own == BAR {
-                    own
-                } else {
-                    flip_index(variant, own)
-                };
-                list.index_of[s] = index as u8;
-                list.slot_of[index] = s as u8;
-                list.label[s] = match s {
-                    0 => BAR_LABEL as u8,
-                    25 => OFF_LABEL as u8,
-                    k => path[k - 1],
-                };
-            }
-            // Written through an ID buffer, whose `entry` writes every count.
-            let mut buf: IdBuf = [0; ID_BUF + 16];
+            list.places = match (list.mover, variant) {
+                (true, _) => 0,
+                (false, Variant::Fevga) => 2,
+                (false, _) => 1,
+            };
+            list.path = path_index(variant, side);
+            // Written at the start of the ID buffer, whose `entry` writes every count,
+            // then kept.
             let mut n = 0;
+            let (counts, pins, marks) = side_of(parent, list.mover);
             for s in 0..26 {
                 list.start[s] = n as u8;
-                let (count, pinned) = slot_entry(parent, list.mover, list.index_of[s] as usize);
+                let i = SLOT_INDEX[list.places][s] as usize;
+                let (count, pinned) = listed(counts, pins, marks, i);
                 if count > 0 {
-                    n = entry(&mut buf, n, list.label[s] as usize, count, pinned);
+                    n = entry(
+                        &mut ids.buf,
+                        n,
+                        SLOT_LABEL[list.path][s] as usize,
+                        count,
+                        pinned,
+                    );
                 }
             }
             list.start[26] = n as u8;
-            list.text[..n].copy_from_slice(&buf[..n]);
+            list.text[..n].copy_from_slice(&ids.buf[..n]);
         }
-        let mut buf = [0; ID_BUF + 16];
-        buf[..16].copy_from_slice(&prefix);
-        PlayIds {
-            parent: *parent,
-            lists,
-            buf,
-            prefix: len as usize,
-        }
+        ids.buf[..16].copy_from_slice(&prefix);
+        ids
     }
 
     /// Appends the Position ID of `b` to `out`: the bytes of [`push_id_of_board`].
@@ -223,23 +217,26 @@ impl PlayIds {
         let mut n = self.prefix;
         for list in &self.lists {
             let start = n;
+            let (slot_of, index_of) = (&SLOT_OF[list.places], &SLOT_INDEX[list.places]);
+            let labels = &SLOT_LABEL[list.path];
             let mut indices = changed[list.mover as usize];
             let mut slots = 0u32;
             while indices != 0 {
                 let i = indices.trailing_zeros() as usize;
                 indices &= indices - 1;
-                slots |= 1 << list.slot_of[i % 26];
+                slots |= 1 << slot_of[i.min(25)];
             }
             // The parent's text up to each changed slot, the slot's new entry, and
             // on after the parent's entry there.
+            let (counts, pins, marks) = side_of(b, list.mover);
             let mut from = 0;
             while slots != 0 {
-                let s = slots.trailing_zeros() as usize;
+                let s = (slots.trailing_zeros() as usize).min(25);
                 slots &= slots - 1;
                 n = copy_run(buf, n, &list.text, from, list.start[s] as usize);
-                let (count, pinned) = slot_entry(b, list.mover, list.index_of[s] as usize);
+                let (count, pinned) = listed(counts, pins, marks, index_of[s] as usize);
                 if count > 0 {
-                    n = entry(buf, n, list.label[s] as usize, count, pinned);
+                    n = entry(buf, n, labels[s] as usize, count, pinned);
                 }
                 from = list.start[s + 1] as usize;
             }
@@ -260,22 +257,87 @@ impl PlayIds {
 /// The bits of a [`Board`]'s pin masks that can be set: points 1..=24.
 const PIN_BITS: u32 = 0x01ff_fffe;
 
-/// The count and the pin mark (1: this side's bottom checker there is pinned) that a
-/// Position ID lists at board index `i` for the mover's side (`mover`) or the
-/// opponent's, as [`push_id_of_board`] counts them.
+/// One side of `b` as a Position ID lists it: its free checkers by board index, its
+/// pinned checkers (counted on their point) and its pin marks, for the mover's side
+/// (`mover`) or the opponent's, as [`push_id_of_board`] counts them.
 #[inline(always)]
-fn slot_entry(b: &Board, mover: bool, i: usize) -> (u8, usize) {
-    let (counts, pins, marks) = if mover {
+fn side_of(b: &Board, mover: bool) -> (&[u8; 26], u32, u32) {
+    if mover {
         // With both colours pinned on one point (a board built by hand) the mark is
         // the opponent's.
-        (&b.own, b.own_pinned, b.own_pinned & !b.opp_pinned)
+        (
+            &b.own,
+            b.own_pinned & PIN_BITS,
+            b.own_pinned & !b.opp_pinned & PIN_BITS,
+        )
     } else {
-        (&b.opp, b.opp_pinned, b.opp_pinned)
-    };
-    let (pins, marks) = (pins & PIN_BITS, marks & PIN_BITS);
-    let count = counts[i % 26].saturating_add((pins >> (i % 26)) as u8 & 1);
-    (count, (marks >> (i % 26) & 1) as usize)
+        (&b.opp, b.opp_pinned & PIN_BITS, b.opp_pinned & PIN_BITS)
+    }
 }
+
+/// The count and the pin mark (1: the side's bottom checker there is pinned) listed
+/// at board index `i` (0..=25) for a side given by [`side_of`].
+#[inline(always)]
+fn listed(counts: &[u8; 26], pins: u32, marks: u32, i: usize) -> (u8, usize) {
+    let i = i.min(25);
+    let count = counts[i].saturating_add((pins >> i) as u8 & 1);
+    (count, (marks >> i & 1) as usize)
+}
+
+/// The board index of each slot of a list (0 bar, 1..=24 along the side's path, 25
+/// off): the mover's list (own index 25 - slot, every variant), the opponent's in
+/// Portes and Plakoto, the opponent's in Fevga (its own point j is the mover's
+/// [`flip_index`]).
+const SLOT_INDEX: [[u8; 26]; 3] = {
+    let mut t = [[0u8; 26]; 3];
+    let mut s = 0;
+    while s < 26 {
+        let own = 25 - s;
+        t[0][s] = own as u8;
+        let (pp, fevga) = if own == 0 || own == BAR {
+            (own, own)
+        } else {
+            (25 - own, (own + 11) % 24 + 1)
+        };
+        t[1][s] = pp as u8;
+        t[2][s] = fevga as u8;
+        s += 1;
+    }
+    t
+};
+
+/// The slot of each board index: the inverse of [`SLOT_INDEX`], row by row.
+const SLOT_OF: [[u8; 26]; 3] = {
+    let mut t = [[0u8; 26]; 3];
+    let mut r = 0;
+    while r < 3 {
+        let mut s = 0;
+        while s < 26 {
+            t[r][SLOT_INDEX[r][s] as usize] = s as u8;
+            s += 1;
+        }
+        r += 1;
+    }
+    t
+};
+
+/// The [`ENTRY`] label of each slot of a list, by [`path_index`]: the bar, the
+/// side's path ([`PATHS`]), off.
+const SLOT_LABEL: [[u8; 26]; 3] = {
+    let mut t = [[0u8; 26]; 3];
+    let mut r = 0;
+    while r < 3 {
+        t[r][0] = BAR_LABEL as u8;
+        let mut k = 0;
+        while k < 24 {
+            t[r][k + 1] = PATHS[r][k];
+            k += 1;
+        }
+        t[r][25] = OFF_LABEL as u8;
+        r += 1;
+    }
+    t
+};
 
 /// Copies `text[from..to]` to `buf` at `n` and returns the new length, 16 bytes at a
 /// time (the bytes written past the run are overwritten or cut after).
