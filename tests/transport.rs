@@ -631,7 +631,7 @@ async fn grpc_web(
 async fn grpc_web_bytes(addr: SocketAddr, method: &str, bytes: &[u8]) -> (Option<Vec<u8>>, String) {
     let mut body = vec![0u8];
     body.extend_from_slice(&(bytes.len() as u32).to_be_bytes());
-    body.extend_from_slice(&bytes);
+    body.extend_from_slice(bytes);
     let (status, headers, answer) = http(
         addr,
         "POST",
