@@ -126,6 +126,8 @@ pub struct PlayIds {
     /// `prefix` bytes, kept from one ID to the next.
     buf: IdBuf,
     prefix: usize,
+    /// `variant/side` with the mover to move, for [`PlayIds::push_parent`].
+    parent_prefix: ([u8; 16], u8),
 }
 
 /// Bytes of [`ListText::text`]: above the longest list (26 entries of at most 8
@@ -168,6 +170,7 @@ impl PlayIds {
             }; 2],
             buf,
             prefix: len as usize,
+            parent_prefix: PREFIX[variant as usize][mover.index()],
         };
         for side in [Side::White, Side::Black] {
             let list = &mut ids.lists[side.index()];
@@ -201,6 +204,20 @@ impl PlayIds {
         }
         ids.buf[..16].copy_from_slice(&prefix);
         ids
+    }
+
+    /// Appends the Position ID of the parent board with its mover to move (the
+    /// position the plays are played from): the bytes of [`push_id_of_board`] of the
+    /// parent with the mover as the side to move.
+    pub fn push_parent(&self, out: &mut Vec<u8>) {
+        let (prefix, len) = &self.parent_prefix;
+        out.extend_from_slice(&prefix[..*len as usize]);
+        for list in &self.lists {
+            // The list's first comma becomes the `/` (no entry: a `/` alone).
+            out.push(b'/');
+            let text = &list.text[..list.start[26] as usize];
+            out.extend_from_slice(text.get(1..).unwrap_or_default());
+        }
     }
 
     /// Appends the Position ID of `b` to `out`: the bytes of [`push_id_of_board`].
@@ -1077,6 +1094,10 @@ mod tests {
                         patched_id(&mut near, &parent),
                         board_id(&parent, v, mover, turn)
                     );
+                    let mut played_from = Vec::new();
+                    near.push_parent(&mut played_from);
+                    assert_eq!(played_from, to_id(pos).into_bytes());
+                    assert_eq!(to_id(pos), board_id(&parent, v, mover, mover));
                     assert_eq!(
                         patched_id(&mut far, &parent),
                         board_id(&parent, v, mover, turn)
@@ -1139,6 +1160,9 @@ mod tests {
                             board_id(b, v, mover, mover.opponent())
                         );
                     }
+                    let mut played_from = Vec::new();
+                    ids.push_parent(&mut played_from);
+                    assert_eq!(played_from, board_id(parent, v, mover, mover).into_bytes());
                 }
             }
         }

@@ -105,9 +105,14 @@ fn put_nested(
 }
 
 /// `Position`: every field, as [`super::convert::position_to_pb`] fills it;
-/// `board()` is `p` seen by its side to move (for the GNU Backgammon ID of a Portes
-/// position; not called for the other variants).
-fn put_position(out: &mut Vec<u8>, p: &Position, board: impl FnOnce() -> Board) {
+/// `id` appends `p`'s Position ID; `board()` is `p` seen by its side to move (for the
+/// GNU Backgammon ID of a Portes position; not called for the other variants).
+fn put_position(
+    out: &mut Vec<u8>,
+    p: &Position,
+    id: impl FnOnce(&mut Vec<u8>),
+    board: impl FnOnce() -> Board,
+) {
     put_uint(out, 1, variant_to_pb(p.variant) as u32);
     put_uint(out, 2, side_to_pb(Some(p.turn)) as u32);
     // The 24 PointState fields, each at most three one-byte fields (so its length is
@@ -136,7 +141,7 @@ fn put_position(out: &mut Vec<u8>, p: &Position, board: impl FnOnce() -> Board) 
     put_uint(out, 6, p.off[0] as u32);
     put_uint(out, 7, p.off[1] as u32);
     // IDs are under 128 bytes but for the longest ones: a one-byte length first.
-    put_nested(out, 8, 1, true, |t| push_id(p, t));
+    put_nested(out, 8, 1, true, id);
     if p.variant == Variant::Portes {
         put_nested(out, 9, 1, true, |t| push_gnubg_id(&board(), t));
     }
@@ -175,11 +180,17 @@ static MOVE_LOCATIONS: std::sync::LazyLock<MoveLocations> = std::sync::LazyLock:
 
 /// `Move` (every part of it is a few bytes, so its length is one byte), from the
 /// generator's move as [`crate::rules::legal_plays`] converts it; `locations` are
-/// the mover's ([`MOVE_LOCATIONS`]).
-#[inline]
-fn put_move(out: &mut Vec<u8>, locations: &[[[u8; 2]; 26]; 2], m: &RawMove) {
-    let [f0, f1] = locations[0][m.from as usize % 26];
-    let [t0, t1] = locations[1][m.to as usize % 26];
+/// the mover's ([`MOVE_LOCATIONS`]). Written at `n` in `buf` (16 bytes, cut to the
+/// move's after); returns the new length.
+#[inline(always)]
+fn put_move(
+    buf: &mut [u8; MOVES_BUF],
+    n: usize,
+    locations: &[[[u8; 2]; 26]; 2],
+    m: &RawMove,
+) -> usize {
+    let [f0, f1] = locations[0][(m.from as usize).min(25)];
+    let [t0, t1] = locations[1][(m.to as usize).min(25)];
     // Written whole, die and hit included, then cut to the fields that are not 0.
     let mut b = [
         1 << 3 | LEN,
@@ -199,15 +210,19 @@ fn put_move(out: &mut Vec<u8>, locations: &[[[u8; 2]; 26]; 2], m: &RawMove) {
         0,
         0,
     ];
-    let mut n = 10 + 2 * (m.die != 0) as usize;
-    b[n] = 4 << 3 | VARINT;
-    b[n + 1] = 1;
-    n += 2 * m.hit as usize;
-    b[1] = (n - 2) as u8;
-    let at = out.len();
-    out.extend_from_slice(&b);
-    out.truncate(at + n);
+    let mut len = 10 + 2 * (m.die != 0) as usize;
+    b[len] = 4 << 3 | VARINT;
+    b[len + 1] = 1;
+    len += 2 * m.hit as usize;
+    b[1] = (len - 2) as u8;
+    let at = n.min(MOVES_BUF - 16);
+    buf[at..at + 16].copy_from_slice(&b);
+    n + len
 }
+
+/// Bytes of the buffer the moves of a play are written into by [`put_move`]: more
+/// than four moves of at most 14 bytes and the last one's 16 bytes written.
+const MOVES_BUF: usize = 80;
 
 /// `GameOutcome` as field `field` (present even when all its fields are defaults).
 fn put_outcome(out: &mut Vec<u8>, field: u8, o: &Outcome) {
@@ -240,9 +255,11 @@ fn put_play(
     ids: Option<&mut PlayIds>,
 ) {
     let locations = &MOVE_LOCATIONS[variant as usize][mover.index()];
+    let (mut moves, mut n) = ([0u8; MOVES_BUF], 0);
     for m in p.moves() {
-        put_move(out, locations, m);
+        n = put_move(&mut moves, n, locations, m);
     }
+    out.extend_from_slice(&moves[..n.min(MOVES_BUF)]);
     // Notation is never empty (`pass` for no move).
     put_nested(out, 2, 1, true, |t| notation::push(p.moves(), t));
     if ids.is_none() {
@@ -250,7 +267,8 @@ fn put_play(
         // A whole position is 100 to 400 bytes: a two-byte length first.
         put_nested(out, 3, 2, false, |t| {
             // The position seen by its side to move.
-            put_position(t, &position, || p.board.mirror(variant))
+            let id = |t: &mut Vec<u8>| push_id(&position, t);
+            put_position(t, &position, id, || p.board.mirror(variant))
         });
     }
     if let Some(o) = p.outcome {
@@ -301,7 +319,12 @@ impl LegalPlaysAnswer {
             .compact
             .then(|| PlayIds::new(&board, pos.variant, pos.turn, pos.turn.opponent()));
         let mut scratch = Vec::with_capacity(if self.compact { 256 } else { 512 });
-        put_position(&mut scratch, pos, || board);
+        // Compact: the position's ID from the lists of the plays' IDs.
+        let id = |t: &mut Vec<u8>| match &ids {
+            Some(ids) => ids.push_parent(t),
+            None => push_id(pos, t),
+        };
+        put_position(&mut scratch, pos, id, || board);
         put_bytes(dst, 1, &scratch);
         put_bytes(
             dst,
