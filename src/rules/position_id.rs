@@ -185,11 +185,13 @@ impl PlayIds {
             // then kept.
             let mut n = 0;
             let (counts, pins, marks) = side_of(parent, list.mover);
+            // The board indices where the side has a checker.
+            let occupied = differing_mask(counts, &[0; 26]) | pins;
             for s in 0..26 {
                 list.start[s] = n as u8;
                 let i = SLOT_INDEX[list.places][s] as usize;
-                let (count, pinned) = listed(counts, pins, marks, i);
-                if count > 0 {
+                if occupied >> i & 1 == 1 {
+                    let (count, pinned) = listed(counts, pins, marks, i);
                     n = entry(
                         &mut ids.buf,
                         n,
@@ -458,7 +460,8 @@ fn entry(buf: &mut IdBuf, n: usize, label: usize, count: u8, pinned: usize) -> u
     if count > 15 {
         return entry_slow(buf, n, label, count, pinned == 1);
     }
-    let e = ENTRY[pinned][label][count as usize];
+    // Shifts and masks only: labels below 32, `pinned` 0 or 1, counts below 16.
+    let e = ENTRY[label & 31][pinned & 1][count as usize & 15];
     let at = n & (ID_BUF - 1);
     buf[at..at + 8].copy_from_slice(&e.to_le_bytes());
     n + (e >> 56) as usize
@@ -549,12 +552,12 @@ const PREFIX: [[([u8; 16], u8); 2]; 3] = {
 const BAR_LABEL: usize = 0;
 const OFF_LABEL: usize = 25;
 
-/// `,label:count` for every label (0 `bar`, 1..=24 the printed point, 25 `off`) and
-/// count 0..=15, followed by `p` in `ENTRY[1]` (pinned; bar and off have no pin):
-/// its bytes in the low bytes of a little-endian `u64`, its length (at most 7,
-/// `,bar:15` or `,24:15p`) in the top byte.
-const ENTRY: [[[u64; 16]; 26]; 2] = {
-    let mut t = [[[0u64; 16]; 26]; 2];
+/// `,label:count` by label (0 `bar`, 1..=24 the printed point, 25 `off`; 26..=31
+/// unused, empty), pinned and count 0..=15, followed by `p` in `ENTRY[label][1]`
+/// (pinned; bar and off have no pin): its bytes in the low bytes of a little-endian
+/// `u64`, its length (at most 7, `,bar:15` or `,24:15p`) in the top byte.
+const ENTRY: [[[u64; 16]; 2]; 32] = {
+    let mut t = [[[0u64; 16]; 2]; 32];
     let mut pinned = 0;
     while pinned < 2 {
         let mut label = 0;
@@ -592,7 +595,7 @@ const ENTRY: [[[u64; 16]; 26]; 2] = {
                     n += 1;
                 }
                 b[7] = n as u8;
-                t[pinned][label][count] = u64::from_le_bytes(b);
+                t[label][pinned][count] = u64::from_le_bytes(b);
                 count += 1;
             }
             label += 1;

@@ -88,6 +88,11 @@ fn put_nested(
         out.truncate(key_at);
         return;
     }
+    if guess == 1 && len < 1 << 7 {
+        // The usual case: the guessed one byte.
+        out[at] = len as u8;
+        return;
+    }
     let need = varint_len(len as u64);
     if need != guess {
         if need > guess {
