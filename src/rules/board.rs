@@ -336,13 +336,14 @@ pub fn differing_mask(a: &[u8; 26], b: &[u8; 26]) -> u32 {
 #[inline]
 fn sse2_differing_mask(a: &[u8; 26], b: &[u8; 26]) -> u32 {
     use std::arch::x86_64::*;
-    // Counts 0..=15 and 10..=25 of each.
+    // Counts 0..=15 and 10..=25 of each, one unaligned load each.
     let halves = |c: &[u8; 26]| {
-        let word = |k: usize| i64::from_le_bytes(c[k..k + 8].try_into().expect("8 counts"));
-        (
-            _mm_set_epi64x(word(8), word(0)),
-            _mm_set_epi64x(word(18), word(10)),
-        )
+        let sixteen = |k: usize| {
+            let bytes: &[u8; 16] = c[k..k + 16].try_into().expect("16 counts");
+            // SAFETY: an unaligned load of the 16 bytes of `bytes`.
+            unsafe { _mm_loadu_si128(bytes.as_ptr().cast()) }
+        };
+        (sixteen(0), sixteen(10))
     };
     let ((a_lo, a_hi), (b_lo, b_hi)) = (halves(a), halves(b));
     let lo = _mm_movemask_epi8(_mm_cmpeq_epi8(a_lo, b_lo)) as u32;

@@ -206,7 +206,10 @@ pub fn push(moves: &[RawMove], out: &mut Vec<u8>) {
             text.word([b'(', b'0' + n, b')', 0], 3);
         }
     }
-    out.extend_from_slice(&text.buf[..text.n.min(LINE)]);
+    // The whole buffer (a copy of known size, without a call), then cut to the text.
+    let at = out.len();
+    out.extend_from_slice(&text.buf[..LINE]);
+    out.truncate(at + text.n.min(LINE));
 }
 
 /// The text of a place (own numbering: 0 off, 1..=24 a point, 25 bar; the rest, which

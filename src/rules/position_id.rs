@@ -269,9 +269,19 @@ impl PlayIds {
                 buf[start & (ID_BUF - 1)] = b'/';
             }
         }
-        out.extend_from_slice(&buf[..n.min(ID_BUF)]);
+        if n <= SHORT_ID {
+            // Most IDs: a copy of known size (without a call), then cut to the ID.
+            let at = out.len();
+            out.extend_from_slice(&buf[..SHORT_ID]);
+            out.truncate(at + n);
+        } else {
+            out.extend_from_slice(&buf[..n.min(ID_BUF)]);
+        }
     }
 }
+
+/// Bytes that [`PlayIds::push`] copies whole for an ID at most this long (most are).
+const SHORT_ID: usize = 128;
 
 /// The bits of a [`Board`]'s pin masks that can be set: points 1..=24.
 const PIN_BITS: u32 = 0x01ff_fffe;
