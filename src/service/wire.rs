@@ -225,8 +225,9 @@ fn put_move(
     n + len
 }
 
-/// Bytes of the buffer the moves of a play are written into by [`put_move`]: more
-/// than four moves of at most 14 bytes and the last one's 16 bytes written.
+/// Bytes of the buffer the moves of a play are written into by [`put_move`]: four
+/// moves of at most 14 bytes, the last one's 16 bytes written, and the 64 bytes
+/// copied whole.
 const MOVES_BUF: usize = 80;
 
 /// `GameOutcome` as field `field` (present even when all its fields are defaults).
@@ -264,7 +265,10 @@ fn put_play(
     for m in p.moves() {
         n = put_move(&mut moves, n, locations, m);
     }
-    out.extend_from_slice(&moves[..n.min(MOVES_BUF)]);
+    // A copy of known size (without a call), then cut to the moves (at most 56 bytes).
+    let at = out.len();
+    out.extend_from_slice(&moves[..64]);
+    out.truncate(at + n.min(64));
     // Notation is never empty (`pass` for no move).
     put_nested(out, 2, 1, true, |t| notation::push(p.moves(), t));
     if ids.is_none() {
