@@ -185,23 +185,20 @@ impl PlayIds {
             // then kept.
             let mut n = 0;
             let (counts, pins, marks) = side_of(parent, list.mover);
+            let (index_of, labels) = (&SLOT_INDEX[list.places], &SLOT_LABEL[list.path]);
             // The board indices where the side has a checker.
             let occupied = differing_mask(counts, &[0; 26]) | pins;
+            let mut start = [0u8; 27];
             for s in 0..26 {
-                list.start[s] = n as u8;
-                let i = SLOT_INDEX[list.places][s] as usize;
+                start[s] = n as u8;
+                let i = index_of[s] as usize;
                 if occupied >> i & 1 == 1 {
                     let (count, pinned) = listed(counts, pins, marks, i);
-                    n = entry(
-                        &mut ids.buf,
-                        n,
-                        SLOT_LABEL[list.path][s] as usize,
-                        count,
-                        pinned,
-                    );
+                    n = entry(&mut ids.buf, n, labels[s] as usize, count, pinned);
                 }
             }
-            list.start[26] = n as u8;
+            start[26] = n as u8;
+            list.start = start;
             list.text[..n].copy_from_slice(&ids.buf[..n]);
         }
         ids.buf[..16].copy_from_slice(&prefix);
