@@ -85,19 +85,38 @@ impl Board {
     pub fn from_position(pos: &Position, mover: Side) -> Board {
         let opponent = mover.opponent();
         let mut b = Board::EMPTY;
-        for printed in 1..=24u8 {
-            let pt = pos.point(printed);
-            let i = Position::own_point(pos.variant, mover, printed) as usize;
-            let (mut own, mut opp) = (pt.count(mover), pt.count(opponent));
-            if pt.pinned == Some(mover) {
-                own -= 1;
-                b.own_pinned |= 1 << i;
-            } else if pt.pinned == Some(opponent) {
-                opp -= 1;
-                b.opp_pinned |= 1 << i;
+        // Printed point `k + 1` is the mover's own index `own(k)`
+        // (`Position::own_point`): one loop per case, with the colours chosen once.
+        fn fill(b: &mut Board, pos: &Position, white_moves: bool, own: impl Fn(usize) -> usize) {
+            for (k, pt) in pos.points.iter().enumerate() {
+                let i = own(k);
+                let (mine, theirs) = if white_moves {
+                    (pt.white, pt.black)
+                } else {
+                    (pt.black, pt.white)
+                };
+                b.own[i] = mine;
+                b.opp[i] = theirs;
             }
-            b.own[i] = own;
-            b.opp[i] = opp;
+        }
+        let white_moves = mover == Side::White;
+        match (pos.variant, mover) {
+            (_, Side::White) => fill(&mut b, pos, white_moves, |k| k + 1),
+            (Variant::Fevga, Side::Black) => fill(&mut b, pos, white_moves, |k| (k + 12) % 24 + 1),
+            (_, Side::Black) => fill(&mut b, pos, white_moves, |k| 24 - k),
+        }
+        // A pinned checker (Plakoto) is not counted free; its point is marked.
+        for (k, pt) in pos.points.iter().enumerate() {
+            if let Some(side) = pt.pinned {
+                let i = Position::own_point(pos.variant, mover, k as u8 + 1) as usize;
+                if side == mover {
+                    b.own[i] -= 1;
+                    b.own_pinned |= 1 << i;
+                } else if side == opponent {
+                    b.opp[i] -= 1;
+                    b.opp_pinned |= 1 << i;
+                }
+            }
         }
         b.own[BAR] = pos.bar[mover.index()];
         b.own[OFF] = pos.off[mover.index()];
