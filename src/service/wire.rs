@@ -120,27 +120,24 @@ fn put_position(
 ) {
     put_uint(out, 1, variant_to_pb(p.variant) as u32);
     put_uint(out, 2, side_to_pb(Some(p.turn)) as u32);
-    // The 24 PointState fields, each at most three one-byte fields (so its length is
-    // one byte), written into one buffer and copied once.
-    let mut points = [0u8; 24 * 8];
+    // The 24 PointState fields, each its key and at most eight more bytes from
+    // [`POINT_STATES`], written into one buffer and copied once.
+    let mut points = [0u8; 24 * 9 + 8];
     let mut k = 0;
     for pt in &p.points {
-        points[k] = 3 << 3 | LEN;
-        let len_at = k + 1;
-        k += 2;
-        for (field, v) in [
-            (1u8, pt.white),
-            (2, pt.black),
-            (3, side_to_pb(pt.pinned) as u8),
-        ] {
-            // Written always, kept only when not 0 (proto3): no branch on the counts.
-            points[k] = field << 3 | VARINT;
-            points[k + 1] = v; // counts are 0..=15 and enum values 0..=2: one byte
-            k += 2 * (v != 0) as usize;
+        let at = k.min(24 * 9);
+        let (white, black, pinned) = (pt.white, pt.black, side_to_pb(pt.pinned) as u8);
+        if white < 16 && black < 16 {
+            let e = POINT_STATES[(white as usize * 16 + black as usize) * 3 + pinned as usize % 3];
+            points[at] = 3 << 3 | LEN;
+            points[at + 1..at + 9].copy_from_slice(&e.to_le_bytes());
+            k = at + (e >> 56) as usize;
+        } else {
+            // Counts above 15 (no valid position): the fields one by one.
+            k = at + point_state_slow(&mut points[at..at + 9], white, black, pinned);
         }
-        points[len_at] = (k - len_at - 1) as u8;
     }
-    out.extend_from_slice(&points[..k]);
+    out.extend_from_slice(&points[..k.min(24 * 9)]);
     put_uint(out, 4, p.bar[0] as u32);
     put_uint(out, 5, p.bar[1] as u32);
     put_uint(out, 6, p.off[0] as u32);
@@ -150,6 +147,59 @@ fn put_position(
     if p.variant == Variant::Portes {
         put_nested(out, 9, 1, true, |t| push_gnubg_id(&board(), t));
     }
+}
+
+/// A `PointState` message after its key (its length, then `white`, `black` and
+/// `pinned` when not 0, proto3), in the low bytes of a little-endian word, with the
+/// bytes of the whole field (key included, at most 8) in the top byte: by
+/// `(white * 16 + black) * 3 + pinned` for counts 0..=15 and sides 0..=2.
+const POINT_STATES: [u64; 16 * 16 * 3] = {
+    let mut t = [0u64; 16 * 16 * 3];
+    let mut i = 0;
+    while i < 16 * 16 * 3 {
+        let mut b = [0u8; 8];
+        let n = point_state_fields(&mut b, (i / 48) as u8, (i / 3 % 16) as u8, (i % 3) as u8);
+        // The whole field: key, length, fields.
+        b[7] = n as u8 + 1;
+        t[i] = u64::from_le_bytes(b);
+        i += 1;
+    }
+    t
+};
+
+/// Writes a `PointState`'s length and its fields not 0 (each a one-byte key and a
+/// one-byte value) into `b` and returns the bytes written (at most 7).
+const fn point_state_fields(b: &mut [u8; 8], white: u8, black: u8, pinned: u8) -> usize {
+    let fields = [(1u8, white), (2, black), (3, pinned)];
+    let mut n = 1;
+    let mut f = 0;
+    while f < 3 {
+        let (field, v) = fields[f];
+        if v != 0 {
+            b[n] = field << 3 | VARINT;
+            b[n + 1] = v;
+            n += 2;
+        }
+        f += 1;
+    }
+    b[0] = (n - 1) as u8;
+    n
+}
+
+/// A `PointState` field (key included) with counts above 15 (no valid position) into
+/// `out` (at least 8 bytes), each value as one byte as for smaller counts: returns
+/// its length.
+#[cold]
+fn point_state_slow(out: &mut [u8], white: u8, black: u8, pinned: u8) -> usize {
+    out[0] = 3 << 3 | LEN;
+    let mut k = 2;
+    for (field, v) in [(1u8, white), (2, black), (3, pinned)] {
+        out[k] = field << 3 | VARINT;
+        out[k + 1] = v;
+        k += 2 * (v != 0) as usize;
+    }
+    out[1] = (k - 2) as u8;
+    k
 }
 
 /// `Location`: a oneof, so written even when its value is the default.
@@ -437,6 +487,34 @@ mod tests {
 
     fn pos_id(p: &Position) -> String {
         crate::rules::position_id::to_id(p)
+    }
+
+    /// Every entry of the `PointState` table is what the field-by-field writer writes,
+    /// and both are prost's encoding of the message.
+    #[test]
+    fn point_state_table_matches_the_fields() {
+        for white in 0..16u8 {
+            for black in 0..16u8 {
+                for pinned in 0..3u8 {
+                    let e =
+                        POINT_STATES[(white as usize * 16 + black as usize) * 3 + pinned as usize];
+                    let len = (e >> 56) as usize;
+                    let mut table = vec![3 << 3 | LEN];
+                    table.extend_from_slice(&e.to_le_bytes()[..len - 1]);
+                    let mut slow = [0u8; 9];
+                    let n = point_state_slow(&mut slow, white, black, pinned);
+                    assert_eq!(table, &slow[..n], "{white} {black} {pinned}");
+                    let state = pb::PointState {
+                        white: white as u32,
+                        black: black as u32,
+                        pinned: pinned as i32,
+                    };
+                    let mut want = vec![3 << 3 | LEN];
+                    want.extend_from_slice(&state.encode_length_delimited_to_vec());
+                    assert_eq!(table, want, "{white} {black} {pinned}");
+                }
+            }
+        }
     }
 
     #[test]
