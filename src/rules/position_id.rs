@@ -828,15 +828,20 @@ pub(crate) fn parse_side(pos: &mut Position, side: Side, list: &str) -> Result<(
 /// half first (its own numbering), then the mover's.
 pub fn gnubg_key(b: &Board) -> [u8; 10] {
     // 80 bits, least significant first: per point (and then the bar) as many 1s as
-    // checkers, then a 0. Built in one integer, a run of 1s at a time.
-    let mut bits = 0u128;
-    let mut at = 0u32;
+    // checkers, then a 0. Written a run of 1s at a time into the bytes where it
+    // starts (a run and its offset in its first byte fit in 32 bits); the bits
+    // written past the 80th are dropped.
+    let mut bytes = [0u8; 16];
+    let mut at = 0usize;
     let mut put = |count: u8| {
         // A valid board has at most 15 per point and 80 bits in all; anything else
         // (a `Board` built by hand) gives a meaningless key, never a panic.
         if at < 80 {
-            let count = count.min(15) as u32;
-            bits |= ((1u128 << count) - 1) << at;
+            let count = count.min(15) as usize;
+            let i = (at / 8).min(12);
+            let word = u32::from_le_bytes(bytes[i..i + 4].try_into().expect("4 bytes"));
+            let word = word | ((1u32 << count) - 1) << (at % 8);
+            bytes[i..i + 4].copy_from_slice(&word.to_le_bytes());
             at += count + 1;
         }
     };
@@ -849,7 +854,7 @@ pub fn gnubg_key(b: &Board) -> [u8; 10] {
     }
     put(b.own[BAR]);
     let mut key = [0u8; 10];
-    key.copy_from_slice(&bits.to_le_bytes()[..10]);
+    key.copy_from_slice(&bytes[..10]);
     key
 }
 
@@ -1175,6 +1180,49 @@ mod tests {
                     assert_eq!(played_from, board_id(parent, v, mover, mover).into_bytes());
                 }
             }
+        }
+    }
+
+    /// The GNU Backgammon key built in one 128-bit integer, a run of 1s at a time:
+    /// the reference for the byte-wise writer.
+    fn reference_gnubg_key(b: &Board) -> [u8; 10] {
+        let mut bits = 0u128;
+        let mut at = 0u32;
+        let counts = (1..=24)
+            .map(|j| b.opp_at(25 - j))
+            .chain([b.opp[BAR]])
+            .chain((1..=24).map(|i| b.own_at(i)))
+            .chain([b.own[BAR]]);
+        for count in counts {
+            if at < 80 {
+                let count = count.min(15) as u32;
+                bits |= ((1u128 << count) - 1) << at;
+                at += count + 1;
+            }
+        }
+        bits.to_le_bytes()[..10].try_into().unwrap()
+    }
+
+    /// Every Portes board of random play (either side's view), and boards built by
+    /// hand with more than 15 on a point or more than 80 bits: the reference key.
+    #[test]
+    fn gnubg_keys_match_the_reference() {
+        let mut boards = Vec::new();
+        for pos in random_positions(Variant::Portes, 13, 300) {
+            for mover in [Side::White, Side::Black] {
+                boards.push(Board::from_position(&pos, mover));
+            }
+        }
+        let mut full = Board::EMPTY;
+        full.own = [15; 26];
+        full.opp = [9; 26];
+        boards.push(full);
+        let mut big = Board::EMPTY;
+        big.own[3] = 200;
+        big.opp[BAR] = 40;
+        boards.push(big);
+        for b in &boards {
+            assert_eq!(gnubg_key(b), reference_gnubg_key(b), "{b:?}");
         }
     }
 
