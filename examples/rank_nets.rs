@@ -8,6 +8,10 @@
 //!   forward, no search), each play once;
 //! - `rank`: `Engine::rank_raw` of those plays at 0 plies (what a 0-ply `Evaluate` or
 //!   bot move costs);
+//! - `board`: `generate` then `Engine::rank_raw` at 0 plies, each call (`rank_once
+//!   board`'s work with this net);
+//! - `service`: `PositionEvaluator::rank_plays` at 0 plies (`rank_once service`'s
+//!   work with this net: every play with its moves, notation and position);
 //! - `eval1`: `PositionEvaluator::evaluate` at 1 ply.
 //!
 //! The position is `rank_once`'s: random play from the start with seed 5, the 21st
@@ -86,8 +90,18 @@ fn main() {
                     .unwrap();
                 acc += out[0].1.win;
             }
+            "board" => {
+                plays.clear();
+                generate(variant, black_box(&board), dice, &mut plays);
+                engine.rank_raw(variant, &plays, opts(0), &mut out).unwrap();
+                acc += out[0].1.win;
+            }
+            "service" => {
+                let r = engine.rank_plays(black_box(&pos), dice, opts(0)).unwrap();
+                acc += r[0].equity;
+            }
             "eval1" => acc += engine.evaluate(black_box(&pos), opts(1)).unwrap().equity,
-            _ => panic!("MODE must be static, rank or eval1"),
+            _ => panic!("MODE must be static, rank, board, service or eval1"),
         }
     }
     println!(

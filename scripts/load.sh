@@ -22,7 +22,8 @@
 #   the server's concurrency limit of 256), --mix L:A:E (ListLegalPlays:ApplyPlay:Evaluate
 #   request weights, default 60:30:10), --no-build, --bin PATH, --out DIR
 #   (default target/load/<time>), --keep-logs (h2load per-request logs), --seed N,
-#   --detail compact (the ListLegalPlays bodies ask for PLAY_DETAIL_COMPACT),
+#   --detail compact (the ListLegalPlays bodies ask for PLAY_DETAIL_COMPACT; the baseline
+#   ratio's target is then 0.75 of Health/Check, else 0.6: issue #10),
 #   --nice N (server and h2load under `nice -n N`; negative N, as root, is a diagnostic
 #   that shows the service with less interference from the rest of a shared machine),
 #   --pin (the server on CPU 0, the driver and h2load on the other CPUs, with taskset:
@@ -79,6 +80,8 @@ fi
 echo "load.sh: $(uptime | sed 's/^ *//')"
 echo "load.sh: server $BIN ($(stat -c %y "$BIN" | cut -d. -f1), sha256 $(sha256sum "$BIN" | cut -c1-12)), repo at $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')$(git -C "$ROOT" status --porcelain -- src Cargo.toml 2>/dev/null | grep -q . && echo ' + uncommitted src changes')"
 echo "load.sh: results in $OUT"
+# Issue #10's targets for ListLegalPlays against Health/Check: 0.6 full, 0.75 compact.
+case $DETAIL in compact) RATIO_TARGET=0.75 ;; *) RATIO_TARGET=0.6 ;; esac
 python3 "$ROOT/scripts/load/corpus.py" --bin "$BIN" --out "$OUT/corpus" --seed "$SEED" --detail "$DETAIL"
 
 # --pin: the server on CPU 0, everything else on the rest.
@@ -115,7 +118,7 @@ done
 rc=0
 "${NICE[@]}" "${DRIVER_CPUS[@]}" python3 "$ROOT/scripts/load/drive.py" --url "http://127.0.0.1:$GRPC_PORT" \
   --metrics "http://127.0.0.1:$METRICS_PORT/metrics" --corpus "$OUT/corpus" --out "$OUT" \
-  "${DRIVE[@]}" | tee "$OUT/report.txt" || rc=$?
+  --ratio-target "$RATIO_TARGET" "${DRIVE[@]}" | tee "$OUT/report.txt" || rc=$?
 stop_server
 trap - EXIT
 echo "load.sh: server log: $(wc -l <"$OUT/server.log") lines, $(du -h "$OUT/server.log" | cut -f1)"

@@ -119,7 +119,7 @@ fn luck_of_all_rolls_averages_to_zero_at_zero_plies() {
             opening: None,
             turns: vec![TurnInput {
                 dice: d,
-                play: play.notation,
+                play: play.notation.into(),
             }],
         };
         let r = MatchRecord::from_games(0, ["w".into(), "b".into()], &[game]).unwrap();

@@ -137,7 +137,7 @@ fn an_illegal_play_is_reported_with_game_move_and_legal_plays() {
     let legal: Vec<String> = rules::legal_plays(&pos, Dice::new(6, 5).unwrap())
         .unwrap()
         .into_iter()
-        .map(|p| p.notation)
+        .map(|p| p.notation.into())
         .collect();
     assert_eq!(e.legal, legal);
     assert!(e.legal.contains(&"24/18/13".to_string()), "{:?}", e.legal);
@@ -204,7 +204,7 @@ fn tavli_match_reads_and_writes_back() {
                 .map(|a| match &a.kind {
                     ActionKind::Play(t) => TurnInput {
                         dice: t.dice,
-                        play: t.play.notation.clone(),
+                        play: t.play.notation.to_string(),
                     },
                     other => panic!("{other:?}"),
                 })

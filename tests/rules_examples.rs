@@ -39,7 +39,7 @@ fn assert_plays(pos: &Position, d: Dice, expected: &[&str]) -> Vec<Play> {
 }
 
 fn notations(plays: &[Play]) -> BTreeSet<String> {
-    plays.iter().map(|p| p.notation.clone()).collect()
+    plays.iter().map(|p| p.notation.to_string()).collect()
 }
 
 fn rejected(pos: &Position, d: Dice, notation: &str) -> String {
@@ -179,7 +179,7 @@ fn r5_5_pin_that_wins_must_still_use_both_dice() {
     let winning: BTreeSet<String> = plays
         .iter()
         .filter(|q| q.outcome.is_some())
-        .map(|q| q.notation.clone())
+        .map(|q| q.notation.to_string())
         .collect();
     assert_eq!(winning, ["10/9 7/1*", "6/5 7/1*"].map(String::from).into());
 }

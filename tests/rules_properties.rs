@@ -42,9 +42,9 @@ fn check_position(pos: &Position, dice: Dice) -> usize {
         );
         assert!(p.moves.len() <= if dice.is_double() { 4 } else { 2 });
         // Every listed play applies, as moves, as notation and as its position.
-        let by_moves = apply(pos, dice, &PlayInput::Moves(p.moves.clone())).unwrap();
+        let by_moves = apply(pos, dice, &PlayInput::Moves(p.moves.to_vec())).unwrap();
         assert_eq!(&by_moves, p);
-        let by_text = apply(pos, dice, &PlayInput::Notation(p.notation.clone()))
+        let by_text = apply(pos, dice, &PlayInput::Notation(p.notation.to_string()))
             .unwrap_or_else(|e| panic!("{} {dice} {}: {e}", to_id(pos), p.notation));
         assert_eq!(by_text.position, p.position);
         let by_pos = apply(pos, dice, &PlayInput::Position(p.position)).unwrap();
@@ -138,8 +138,8 @@ fn black_sees_the_same_rules_mirrored() {
                 let a = legal_plays(&pos, dice).unwrap();
                 let b = legal_plays(&swapped, dice).unwrap();
                 assert_eq!(a.len(), b.len(), "{} {dice}", to_id(&pos));
-                let na: HashSet<_> = a.iter().map(|p| p.notation.clone()).collect();
-                let nb: HashSet<_> = b.iter().map(|p| p.notation.clone()).collect();
+                let na: HashSet<_> = a.iter().map(|p| p.notation.to_string()).collect();
+                let nb: HashSet<_> = b.iter().map(|p| p.notation.to_string()).collect();
                 assert_eq!(na, nb, "{} {dice}", to_id(&pos));
             }
         }

@@ -213,7 +213,7 @@ async fn plays_from_every_starting_position_match_the_rules_core() {
                     .collect();
                 let want: Vec<(String, String)> = expected
                     .iter()
-                    .map(|p| (p.notation.clone(), position_id::to_id(&p.position)))
+                    .map(|p| (p.notation.to_string(), position_id::to_id(&p.position)))
                     .collect();
                 let want: Vec<(&str, &str)> =
                     want.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();

@@ -136,7 +136,7 @@ fn core_plays(pos: &Position, d1: u8, d2: u8) -> Vec<(String, String)> {
     rules::legal_plays(pos, Dice::new(d1, d2).unwrap())
         .unwrap()
         .into_iter()
-        .map(|p| (p.notation, position_id::to_id(&p.position)))
+        .map(|p| (p.notation.into(), position_id::to_id(&p.position)))
         .collect()
 }
 

@@ -288,7 +288,8 @@ def main():
     ap.add_argument("--sample-every", type=float, default=5.0)
     ap.add_argument("--rss-limit-mib", type=float, default=64)
     ap.add_argument("--p99-limit-ms", type=float, default=5.0)
-    ap.add_argument("--ratio-target", type=float, default=0.85)
+    ap.add_argument("--ratio-target", type=float, default=0.6,
+                    help="ListLegalPlays / Health rps target (load.sh: 0.6 full, 0.75 compact)")
     ap.add_argument("--keep-logs", action="store_true")
     cfg = ap.parse_args()
     os.makedirs(cfg.out, exist_ok=True)

@@ -82,7 +82,7 @@ impl Ctx {
 /// The notation of each legal play, for error messages.
 fn notations(pos: &Position, dice: Dice) -> Vec<String> {
     rules::legal_plays(pos, dice)
-        .map(|ps| ps.into_iter().map(|p| p.notation).collect())
+        .map(|ps| ps.into_iter().map(|p| p.notation.into()).collect())
         .unwrap_or_default()
 }
 
@@ -185,7 +185,7 @@ fn replay_game(
                                 legal.len()
                             ),
                         );
-                        e.legal = legal.into_iter().map(|p| p.notation).collect();
+                        e.legal = legal.into_iter().map(|p| p.notation.into()).collect();
                         return Err(e);
                     }
                 } else {
@@ -210,7 +210,7 @@ fn replay_game(
                                 c.line,
                                 format!("{:?} is not a legal play for {dice}", text.trim()),
                             );
-                            e.legal = legal.into_iter().map(|p| p.notation).collect();
+                            e.legal = legal.into_iter().map(|p| p.notation.into()).collect();
                             return Err(e);
                         }
                         _ => {
@@ -219,7 +219,7 @@ fn replay_game(
                                 text.trim(),
                                 found.len()
                             ));
-                            e.legal = found.into_iter().map(|p| p.notation).collect();
+                            e.legal = found.into_iter().map(|p| p.notation.into()).collect();
                             return Err(e);
                         }
                     }

@@ -19,6 +19,7 @@ pub mod position_id;
 pub mod types;
 
 pub use matchplay::{resolve_opening_roll, MatchState, OpeningRoll};
+pub use notation::Notation;
 pub use play::{apply, legal_plays, matching_plays, Play, PlayInput};
 pub use position::{Point, Position, RulesError, CHECKERS};
-pub use types::{Dice, Location, Move, Outcome, OutcomeReason, Side, Variant};
+pub use types::{Dice, Location, Move, Moves, Outcome, OutcomeReason, Side, Variant};

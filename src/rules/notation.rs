@@ -136,10 +136,6 @@ pub fn format(moves: &[RawMove]) -> String {
 
 /// Appends [`format`]'s text (ASCII) to `out`, without a `String` of its own.
 pub fn push(moves: &[RawMove], out: &mut Vec<u8>) {
-    if moves.is_empty() {
-        out.extend_from_slice(b"pass");
-        return;
-    }
     if moves.len() > 4 {
         // Not one turn's moves: write each move on its own, four at a time.
         for (i, chunk) in moves.chunks(4).enumerate() {
@@ -149,6 +145,23 @@ pub fn push(moves: &[RawMove], out: &mut Vec<u8>) {
             push(chunk, out);
         }
         return;
+    }
+    let text = line(moves);
+    // The whole buffer (a copy of known size, without a call), then cut to the text.
+    let at = out.len();
+    out.extend_from_slice(&text.buf[..LINE]);
+    out.truncate(at + text.bytes().len());
+}
+
+/// One turn's notation (at most four moves) in a stack buffer.
+fn line(moves: &[RawMove]) -> Line {
+    let mut text = Line {
+        buf: [0; LINE + 8],
+        n: 0,
+    };
+    if moves.is_empty() {
+        text.word(*b"pass", 4);
+        return text;
     }
     // At most four moves: the service formats every legal play. A chain is one
     // checker's path: its places packed one byte each (the place 0..=25, bit 7 when
@@ -186,11 +199,7 @@ pub fn push(moves: &[RawMove], out: &mut Vec<u8>) {
             }
         }
     }
-    // The text is built in a stack buffer and appended once.
-    let mut text = Line {
-        buf: [0; LINE + 8],
-        n: 0,
-    };
+    // The text is built in the stack buffer.
     for (i, &(c, n)) in groups[..n_groups].iter().enumerate() {
         if i > 0 {
             text.byte(b' ');
@@ -206,10 +215,7 @@ pub fn push(moves: &[RawMove], out: &mut Vec<u8>) {
             text.word([b'(', b'0' + n, b')', 0], 3);
         }
     }
-    // The whole buffer (a copy of known size, without a call), then cut to the text.
-    let at = out.len();
-    out.extend_from_slice(&text.buf[..LINE]);
-    out.truncate(at + text.n.min(LINE));
+    text
 }
 
 /// The text of a place (own numbering: 0 off, 1..=24 a point, 25 bar; the rest, which
@@ -294,6 +300,101 @@ impl Line {
         self.buf[at..at + 8].copy_from_slice(&word.to_le_bytes());
         self.n += len;
     }
+
+    /// The text written.
+    fn bytes(&self) -> &[u8] {
+        &self.buf[..self.n.min(LINE)]
+    }
+}
+
+/// One play's notation (see [`format`]), held inline so that a
+/// [`crate::rules::Play`] needs no allocation: at most [`Notation::CAPACITY`] ASCII
+/// bytes. Reads as a `&str` (it dereferences to one), prints and compares as that text.
+#[derive(Clone, Copy)]
+pub struct Notation {
+    len: u8,
+    text: [u8; Notation::CAPACITY],
+}
+
+impl Notation {
+    /// Bytes a play's notation can take: eight places of at most three bytes (`bar`,
+    /// `22*`), seven separators and four `(n)`.
+    pub const CAPACITY: usize = 43;
+
+    /// The notation of one turn's moves (own numbering, at most four; `pass` for
+    /// none). More than four moves are not one play: the text stops at four.
+    pub fn of(moves: &[RawMove]) -> Notation {
+        let line = line(&moves[..moves.len().min(4)]);
+        let mut text = [0; Notation::CAPACITY];
+        text.copy_from_slice(&line.buf[..Notation::CAPACITY]);
+        Notation {
+            len: line.n.min(Notation::CAPACITY) as u8,
+            text,
+        }
+    }
+
+    /// The text.
+    pub fn as_str(&self) -> &str {
+        // Every byte written is ASCII (the place table, separators, digits).
+        std::str::from_utf8(&self.text[..self.len as usize]).expect("notation is ASCII")
+    }
+}
+
+impl std::ops::Deref for Notation {
+    type Target = str;
+    fn deref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl PartialEq for Notation {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl Eq for Notation {}
+
+impl std::hash::Hash for Notation {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        self.as_str().hash(h)
+    }
+}
+
+impl PartialEq<str> for Notation {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<&str> for Notation {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+impl PartialEq<String> for Notation {
+    fn eq(&self, other: &String) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl std::fmt::Debug for Notation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.as_str().fmt(f)
+    }
+}
+
+impl std::fmt::Display for Notation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl From<Notation> for String {
+    fn from(n: Notation) -> String {
+        n.as_str().to_owned()
+    }
 }
 
 #[cfg(test)]
@@ -369,6 +470,7 @@ mod tests {
                             let mut bytes = Vec::new();
                             push(p.moves(), &mut bytes);
                             assert_eq!(bytes, reference(p.moves()).into_bytes());
+                            assert_eq!(Notation::of(p.moves()), reference(p.moves()));
                             plays += 1;
                         }
                     }
@@ -376,6 +478,25 @@ mod tests {
             }
         }
         assert!(plays > 50_000, "{plays}");
+    }
+
+    /// The inline form holds the longest text one turn can have: four moves of
+    /// different checkers each entering from the bar with a hit (Portes doubles, R4).
+    #[test]
+    fn inline_notation_holds_four_separate_moves() {
+        let m = |from, to| RawMove {
+            from,
+            to,
+            die: 3,
+            hit: true,
+        };
+        let moves = [m(25, 22), m(13, 10), m(24, 21), m(16, 13)];
+        let n = Notation::of(&moves);
+        assert_eq!(n, "bar/22* 13/10* 24/21* 16/13*");
+        assert_eq!(n.to_string(), format(&moves));
+        assert_eq!(Notation::of(&[]), "pass");
+        // Longer lists are not one play: the inline form stops at four moves.
+        assert_eq!(Notation::of(&[moves[0]; 5]), "bar/22*(4)");
     }
 
     /// Chains that meet: a checker's path continued by the latest chain ending there,

@@ -3,18 +3,20 @@
 
 use super::board::{Board, BAR, OFF};
 use super::movegen::{for_each_step, generate, RawMove, RawPlay};
-use super::notation::{self, Segment};
+use super::notation::{self, Notation, Segment};
 use super::position::{Position, RulesError};
-use super::types::{Dice, Location, Move, Outcome, Side, Variant};
+use super::types::{Dice, Location, Move, Moves, Outcome, Side, Variant};
 
 /// A legal play: its moves in a legal order, its notation, the position after it with
 /// the turn passed to the other side, and the outcome if it ended the game.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Play {
-    /// Moves in a legal order, printed numbering; empty for a pass.
-    pub moves: Vec<Move>,
-    /// The moves in notation, the mover's own numbering (`24/18 13/11*`, `pass`).
-    pub notation: String,
+    /// Moves in a legal order, printed numbering; empty for a pass. At most four,
+    /// inline (reads as a `&[Move]`).
+    pub moves: Moves,
+    /// The moves in notation, the mover's own numbering (`24/18 13/11*`, `pass`);
+    /// inline (reads as a `&str`).
+    pub notation: Notation,
     /// The position after the play, the other side to move.
     pub position: Position,
     /// Set when the play ended the game (R5.5, R7).
@@ -57,7 +59,7 @@ pub(crate) fn to_play(variant: Variant, mover: Side, raw: &RawPlay) -> Play {
         .collect();
     Play {
         moves,
-        notation: notation::format(raw.moves()),
+        notation: Notation::of(raw.moves()),
         position: raw.board.to_position(variant, mover, mover.opponent()),
         outcome: raw.outcome.map(|o| o.to_outcome(mover)),
     }

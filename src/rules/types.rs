@@ -202,6 +202,109 @@ pub struct Move {
     pub hit: bool,
 }
 
+/// The moves of one play, in a legal order: none (a pass) to four (doubles, R3),
+/// held inline so that a [`crate::rules::Play`] needs no allocation. Reads as a
+/// `&[Move]` (it dereferences to the slice); compares, hashes and prints as that slice.
+#[derive(Clone, Copy)]
+pub struct Moves {
+    len: u8,
+    moves: [Move; 4],
+}
+
+impl Moves {
+    /// The most moves one play has (doubles, R3).
+    pub const MAX: usize = 4;
+
+    /// No moves (a pass).
+    pub const fn new() -> Self {
+        const BLANK: Move = Move {
+            from: Location::Off,
+            to: Location::Off,
+            die: 0,
+            hit: false,
+        };
+        Moves {
+            len: 0,
+            moves: [BLANK; 4],
+        }
+    }
+
+    /// Appends a move. Panics past [`Moves::MAX`] moves (no turn has more).
+    pub fn push(&mut self, m: Move) {
+        self.moves[self.len as usize] = m;
+        self.len += 1;
+    }
+
+    /// The moves as a slice.
+    pub fn as_slice(&self) -> &[Move] {
+        &self.moves[..self.len as usize]
+    }
+}
+
+impl Default for Moves {
+    fn default() -> Self {
+        Moves::new()
+    }
+}
+
+impl std::ops::Deref for Moves {
+    type Target = [Move];
+    fn deref(&self) -> &[Move] {
+        self.as_slice()
+    }
+}
+
+impl PartialEq for Moves {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_slice() == other.as_slice()
+    }
+}
+
+impl Eq for Moves {}
+
+impl std::hash::Hash for Moves {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        self.as_slice().hash(h)
+    }
+}
+
+impl fmt::Debug for Moves {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.as_slice().fmt(f)
+    }
+}
+
+impl<'a> IntoIterator for &'a Moves {
+    type Item = &'a Move;
+    type IntoIter = std::slice::Iter<'a, Move>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.as_slice().iter()
+    }
+}
+
+/// Collects at most [`Moves::MAX`] moves; panics on more.
+impl FromIterator<Move> for Moves {
+    fn from_iter<I: IntoIterator<Item = Move>>(iter: I) -> Self {
+        let mut out = Moves::new();
+        for m in iter {
+            out.push(m);
+        }
+        out
+    }
+}
+
+impl PartialEq<[Move]> for Moves {
+    fn eq(&self, other: &[Move]) -> bool {
+        self.as_slice() == other
+    }
+}
+
+impl PartialEq<Vec<Move>> for Moves {
+    fn eq(&self, other: &Vec<Move>) -> bool {
+        self.as_slice() == other.as_slice()
+    }
+}
+
 /// Why a game ended (RULES.md R5.5, R7).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum OutcomeReason {
@@ -245,5 +348,38 @@ impl fmt::Display for Outcome {
             Some(w) => write!(f, "{w} wins {} ({})", self.points, self.reason.name()),
             None => write!(f, "draw ({})", self.reason.name()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The inline moves read, compare and print as the slice of the moves pushed; the
+    /// unused slots never take part.
+    #[test]
+    fn moves_behave_as_their_slice() {
+        let m = |from, to, die| Move {
+            from: Location::Point(from),
+            to: Location::Point(to),
+            die,
+            hit: false,
+        };
+        let list = vec![m(13, 7, 6), m(8, 7, 1)];
+        let moves: Moves = list.iter().copied().collect();
+        assert_eq!(moves.len(), 2);
+        assert_eq!(moves, list);
+        assert_eq!(moves[1], m(8, 7, 1));
+        assert_eq!(format!("{moves:?}"), format!("{list:?}"));
+        let mut other = Moves::new();
+        assert!(other.is_empty());
+        other.push(m(13, 7, 6));
+        assert_ne!(other, moves);
+        other.push(m(8, 7, 1));
+        assert_eq!(other, moves);
+        let mut four = moves;
+        four.push(m(6, 5, 1));
+        four.push(m(6, 5, 1));
+        assert_eq!(four.iter().filter(|x| x.die == 1).count(), 3);
     }
 }

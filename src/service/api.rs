@@ -250,7 +250,7 @@ impl TavliEngineService {
             position: Some(convert::position_to_pb(&play.position)),
             outcome: play.outcome.as_ref().map(convert::outcome_to_pb),
             moves: play.moves.iter().map(convert::move_to_pb).collect(),
-            notation: play.notation,
+            notation: play.notation.into(),
         })
     }
 

@@ -439,7 +439,7 @@ pub fn play_to_pb(p: Play, compact: bool) -> pb::Play {
     };
     pb::Play {
         moves: p.moves.iter().map(move_to_pb).collect(),
-        notation: p.notation,
+        notation: p.notation.into(),
         position,
         outcome: p.outcome.as_ref().map(outcome_to_pb),
         position_id,
