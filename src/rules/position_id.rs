@@ -157,8 +157,6 @@ impl PlayIds {
     /// `parent`, with `turn` to move in the IDs.
     pub fn new(parent: &Board, variant: Variant, mover: Side, turn: Side) -> PlayIds {
         let (prefix, len) = PREFIX[variant as usize][turn.index()];
-        let mut buf = [0; ID_BUF + 16];
-        buf[..16].copy_from_slice(&prefix);
         let mut ids = PlayIds {
             parent: *parent,
             lists: [ListText {
@@ -168,7 +166,7 @@ impl PlayIds {
                 path: 0,
                 mover: false,
             }; 2],
-            buf,
+            buf: [0; ID_BUF + 16],
             prefix: len as usize,
             parent_prefix: PREFIX[variant as usize][mover.index()],
         };
@@ -182,7 +180,7 @@ impl PlayIds {
             };
             list.path = path_index(variant, side);
             // Written at the start of the ID buffer, whose `entry` writes every count,
-            // then kept.
+            // then kept (the buffer gets its `variant/side` after).
             let mut n = 0;
             let (counts, pins, marks) = side_of(parent, list.mover);
             let (index_of, labels) = (&SLOT_INDEX[list.places], &SLOT_LABEL[list.path]);
