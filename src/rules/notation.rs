@@ -153,7 +153,9 @@ pub fn push(moves: &[RawMove], out: &mut Vec<u8>) {
     out.truncate(at + text.bytes().len());
 }
 
-/// One turn's notation (at most four moves) in a stack buffer.
+/// One turn's notation (at most four moves) in a stack buffer (inlined: the service
+/// calls it once per play).
+#[inline(always)]
 fn line(moves: &[RawMove]) -> Line {
     let mut text = Line {
         buf: [0; LINE + 8],
