@@ -713,6 +713,13 @@ async fn bad_inputs_are_invalid_argument_naming_the_field() {
         by_structured(p, dice(3, 1)),
         "position.structured.points[0].black",
     ));
+    // An unknown side as a pin.
+    let mut p = structured(&start);
+    p.points[7].pinned = 7;
+    cases.push((
+        by_structured(p, dice(3, 1)),
+        "position.structured.points[7].pinned",
+    ));
     // A bad Position ID: wrong totals, syntax.
     cases.push((
         by_id("portes/w/24:2,13:5,8:3,6:4/1:2,12:5,17:3,19:5", dice(3, 1)),

@@ -85,19 +85,38 @@ impl Board {
     pub fn from_position(pos: &Position, mover: Side) -> Board {
         let opponent = mover.opponent();
         let mut b = Board::EMPTY;
-        for printed in 1..=24u8 {
-            let pt = pos.point(printed);
-            let i = Position::own_point(pos.variant, mover, printed) as usize;
-            let (mut own, mut opp) = (pt.count(mover), pt.count(opponent));
-            if pt.pinned == Some(mover) {
-                own -= 1;
-                b.own_pinned |= 1 << i;
-            } else if pt.pinned == Some(opponent) {
-                opp -= 1;
-                b.opp_pinned |= 1 << i;
+        // Printed point `k + 1` is the mover's own index `own(k)`
+        // (`Position::own_point`): one loop per case, with the colours chosen once.
+        fn fill(b: &mut Board, pos: &Position, white_moves: bool, own: impl Fn(usize) -> usize) {
+            for (k, pt) in pos.points.iter().enumerate() {
+                let i = own(k);
+                let (mine, theirs) = if white_moves {
+                    (pt.white, pt.black)
+                } else {
+                    (pt.black, pt.white)
+                };
+                b.own[i] = mine;
+                b.opp[i] = theirs;
             }
-            b.own[i] = own;
-            b.opp[i] = opp;
+        }
+        let white_moves = mover == Side::White;
+        match (pos.variant, mover) {
+            (_, Side::White) => fill(&mut b, pos, white_moves, |k| k + 1),
+            (Variant::Fevga, Side::Black) => fill(&mut b, pos, white_moves, |k| (k + 12) % 24 + 1),
+            (_, Side::Black) => fill(&mut b, pos, white_moves, |k| 24 - k),
+        }
+        // A pinned checker (Plakoto) is not counted free; its point is marked.
+        for (k, pt) in pos.points.iter().enumerate() {
+            if let Some(side) = pt.pinned {
+                let i = Position::own_point(pos.variant, mover, k as u8 + 1) as usize;
+                if side == mover {
+                    b.own[i] -= 1;
+                    b.own_pinned |= 1 << i;
+                } else if side == opponent {
+                    b.opp[i] -= 1;
+                    b.opp_pinned |= 1 << i;
+                }
+            }
         }
         b.own[BAR] = pos.bar[mover.index()];
         b.own[OFF] = pos.off[mover.index()];
@@ -321,6 +340,59 @@ pub fn below_mask<const LIMIT: i8>(counts: &[u8; 26]) -> u32 {
     !mask & 0x03ff_ffff
 }
 
+/// Bit `i` (0..=25) set when `a[i] != b[i]`: where two boards' counts of one side
+/// differ, one compare of 16 counts at a time.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+pub fn differing_mask(a: &[u8; 26], b: &[u8; 26]) -> u32 {
+    // SAFETY: SSE2 is part of every x86_64 target, so the function's target feature
+    // is always available.
+    unsafe { sse2_differing_mask(a, b) }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "sse2")]
+#[inline]
+fn sse2_differing_mask(a: &[u8; 26], b: &[u8; 26]) -> u32 {
+    use std::arch::x86_64::*;
+    // Counts 0..=15 and 10..=25 of each, one unaligned load each.
+    let halves = |c: &[u8; 26]| {
+        let sixteen = |k: usize| {
+            let bytes: &[u8; 16] = c[k..k + 16].try_into().expect("16 counts");
+            // SAFETY: an unaligned load of the 16 bytes of `bytes`.
+            unsafe { _mm_loadu_si128(bytes.as_ptr().cast()) }
+        };
+        (sixteen(0), sixteen(10))
+    };
+    let ((a_lo, a_hi), (b_lo, b_hi)) = (halves(a), halves(b));
+    let lo = _mm_movemask_epi8(_mm_cmpeq_epi8(a_lo, b_lo)) as u32;
+    let hi = _mm_movemask_epi8(_mm_cmpeq_epi8(a_hi, b_hi)) as u32;
+    // Equal counts: 0..=9 from `lo`, 16..=25 from `hi`, 10..=15 from both alike.
+    !(lo | hi << 10) & 0x03ff_ffff
+}
+
+/// Portable [`differing_mask`]: eight counts at a time in a word (SWAR).
+#[cfg(not(target_arch = "x86_64"))]
+#[inline(always)]
+pub fn differing_mask(a: &[u8; 26], b: &[u8; 26]) -> u32 {
+    const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+    const GATHER: u64 = 0x0102_0408_1020_4080;
+    let word = |c: &[u8; 26], w: usize| {
+        let mut b = [0u8; 8];
+        let n = (26 - 8 * w).min(8);
+        b[..n].copy_from_slice(&c[8 * w..8 * w + n]);
+        u64::from_le_bytes(b)
+    };
+    let mut mask = 0u32;
+    for w in 0..4 {
+        let x = word(a, w) ^ word(b, w);
+        // High bit of each byte set when the byte is non-zero (the counts differ).
+        let hi = ((x & LOW7).wrapping_add(LOW7) | x) & !LOW7;
+        mask |= (((hi >> 7).wrapping_mul(GATHER) >> 56) as u32) << (8 * w);
+    }
+    mask
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -379,5 +451,28 @@ mod tests {
             assert_eq!(at_most_one >> i & 1 == 1, n < 2, "{i}");
         }
         assert_eq!(empty >> 26, 0);
+    }
+
+    /// Every place and every pair of small counts, with the other places equal or all
+    /// different.
+    #[test]
+    fn differing_mask_marks_exactly_the_differing_counts() {
+        for i in 0..26 {
+            for (x, y) in [(0, 0), (0, 1), (1, 0), (3, 3), (15, 14), (2, 255)] {
+                let (mut a, mut b) = ([5u8; 26], [5u8; 26]);
+                a[i] = x;
+                b[i] = y;
+                assert_eq!(
+                    differing_mask(&a, &b),
+                    ((x != y) as u32) << i,
+                    "{i} {x} {y}"
+                );
+                // Every other place different too.
+                let mut c: [u8; 26] = std::array::from_fn(|k| k as u8 + 100);
+                c[i] = y;
+                let want = 0x03ff_ffff & !(((x == y) as u32) << i);
+                assert_eq!(differing_mask(&a, &c), want, "{i} {x} {y}");
+            }
+        }
     }
 }

@@ -147,13 +147,18 @@ pub fn push(moves: &[RawMove], out: &mut Vec<u8>) {
         return;
     }
     let text = line(moves);
-    out.extend_from_slice(text.bytes());
+    // The whole buffer (a copy of known size, without a call), then cut to the text.
+    let at = out.len();
+    out.extend_from_slice(&text.buf[..LINE]);
+    out.truncate(at + text.bytes().len());
 }
 
-/// One turn's notation (at most four moves) in a stack buffer.
+/// One turn's notation (at most four moves) in a stack buffer (inlined: the service
+/// calls it once per play).
+#[inline(always)]
 fn line(moves: &[RawMove]) -> Line {
     let mut text = Line {
-        buf: [0; LINE + 4],
+        buf: [0; LINE + 8],
         n: 0,
     };
     if moves.is_empty() {
@@ -201,16 +206,12 @@ fn line(moves: &[RawMove]) -> Line {
         if i > 0 {
             text.byte(b' ');
         }
-        for k in 0..(c >> 56) as usize {
-            if k > 0 {
-                text.byte(b'/');
-            }
-            let p = (c >> (8 * k)) as u8;
-            let (word, len) = PLACE[(p & 0x7f) as usize];
-            text.word(word, len as usize);
-            if p & 0x80 != 0 {
-                text.byte(b'*');
-            }
+        // The first place (its `STEP` without the `/`), then `/` and each next place.
+        let (word, len) = STEP[(c & 0xff) as usize];
+        text.step(word >> 8, len as usize - 1);
+        for k in 1..(c >> 56) as usize {
+            let (word, len) = STEP[(c >> (8 * k)) as u8 as usize];
+            text.step(word, len as usize);
         }
         if n > 1 {
             text.word([b'(', b'0' + n, b')', 0], 3);
@@ -242,6 +243,31 @@ const PLACE: [([u8; 4], u8); 128] = {
     t
 };
 
+/// `/`, the text of a place as in [`PLACE`] and `*` when bit 7 of the index is set
+/// (the checker hit or pinned there), in the low bytes of the word, and its length.
+const STEP: [(u64, u8); 256] = {
+    let mut t = [(0u64, 0u8); 256];
+    let mut p = 0;
+    while p < 256 {
+        let (word, len) = PLACE[p & 0x7f];
+        let mut b = [0u8; 8];
+        b[0] = b'/';
+        let mut i = 0;
+        while i < len as usize {
+            b[1 + i] = word[i];
+            i += 1;
+        }
+        let mut n = 1 + len as usize;
+        if p & 0x80 != 0 {
+            b[n] = b'*';
+            n += 1;
+        }
+        t[p] = (u64::from_le_bytes(b), n as u8);
+        p += 1;
+    }
+    t
+};
+
 /// Bytes of [`Line`]: more than the longest notation of four moves (at most eight
 /// places of at most three bytes such as `bar` or `24*`, seven separators and four
 /// `(n)`: 43 bytes).
@@ -250,7 +276,7 @@ const LINE: usize = 64;
 /// One turn's notation built in a stack buffer. Indices are taken modulo [`LINE`],
 /// which the text never reaches, so no write is checked.
 struct Line {
-    buf: [u8; LINE + 4],
+    buf: [u8; LINE + 8],
     n: usize,
 }
 
@@ -266,6 +292,14 @@ impl Line {
     fn word(&mut self, word: [u8; 4], len: usize) {
         let at = self.n & (LINE - 1);
         self.buf[at..at + 4].copy_from_slice(&word);
+        self.n += len;
+    }
+
+    /// The first `len` bytes of the little-endian `word` ([`STEP`]), as [`Line::word`].
+    #[inline(always)]
+    fn step(&mut self, word: u64, len: usize) {
+        let at = self.n & (LINE - 1);
+        self.buf[at..at + 8].copy_from_slice(&word.to_le_bytes());
         self.n += len;
     }
 

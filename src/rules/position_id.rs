@@ -21,7 +21,7 @@
 //! roll first, then the side on roll, each of its own points 1..24 then its bar, one
 //! `1` bit per checker then a `0`; packed little-endian; base64 without padding.
 
-use super::board::{flip_index, Board, BAR, OFF};
+use super::board::{differing_mask, flip_index, Board, BAR, OFF};
 use super::position::{Clip, Position, RulesError, CHECKERS};
 use super::types::{Side, Variant};
 use base64::engine::general_purpose::STANDARD_NO_PAD;
@@ -107,6 +107,281 @@ pub fn push_id_of_board(b: &Board, variant: Variant, mover: Side, turn: Side, ou
     write_id(variant, turn, &sides, out);
 }
 
+/// Position IDs of boards that differ from one parent board in a few places (the
+/// legal plays of one position), written by patching the parent's text: the text of
+/// each side's list is kept entry by entry, and a board's ID is the parent's text
+/// with only the entries of the places where the board differs written anew (a play
+/// changes at most eight of the mover's places and a few of the opponent's).
+///
+/// For every board, [`PlayIds::push`] writes the same bytes as [`push_id_of_board`]
+/// with the variant, mover and side to move given to [`PlayIds::new`]; only the
+/// cost depends on how near the board is to the parent. The service writes one per
+/// play of a `PLAY_DETAIL_COMPACT` answer.
+pub struct PlayIds {
+    /// The board the entries of [`PlayIds::lists`] are written from.
+    parent: Board,
+    /// White's list, then Black's.
+    lists: [ListText; 2],
+    /// Where each ID is written: `variant/side` (from [`PREFIX`]) in its first
+    /// `prefix` bytes, kept from one ID to the next.
+    buf: IdBuf,
+    prefix: usize,
+    /// `variant/side` with the mover to move, for [`PlayIds::push_parent`].
+    parent_prefix: ([u8; 16], u8),
+}
+
+/// Bytes of [`ListText::text`]: above the longest list (26 entries of at most 8
+/// bytes), a power of two, and 16 more for a copied run's last word.
+const LIST_TEXT: usize = 256;
+
+/// One side's list of the parent board in a Position ID, by slot: the list's places
+/// in its order, 0 the bar, 1..=24 the points along the side's path ([`PATHS`]), 25
+/// `off`.
+#[derive(Clone, Copy)]
+struct ListText {
+    /// The parent's entries (`,label:count`, each with its comma) in slot order.
+    text: [u8; LIST_TEXT + 16],
+    /// Slot `s`'s entry is `text[start[s]..start[s + 1]]`, empty when the side has
+    /// no checker there; `start[26]` is the length of the list.
+    start: [u8; 27],
+    /// The side's places on the board: [`SLOT_INDEX`] and [`SLOT_OF`] row.
+    places: usize,
+    /// The side's labels: [`SLOT_LABEL`] row ([`path_index`]).
+    path: usize,
+    /// The side is the board's mover (its `own` checkers), not the opponent.
+    mover: bool,
+}
+
+impl PlayIds {
+    /// The writer for boards of `mover` (its own view, [`Board`]) that are near
+    /// `parent`, with `turn` to move in the IDs.
+    pub fn new(parent: &Board, variant: Variant, mover: Side, turn: Side) -> PlayIds {
+        let (prefix, len) = PREFIX[variant as usize][turn.index()];
+        let mut ids = PlayIds {
+            parent: *parent,
+            lists: [ListText {
+                text: [0; LIST_TEXT + 16],
+                start: [0; 27],
+                places: 0,
+                path: 0,
+                mover: false,
+            }; 2],
+            buf: [0; ID_BUF + 16],
+            prefix: len as usize,
+            parent_prefix: PREFIX[variant as usize][mover.index()],
+        };
+        for side in [Side::White, Side::Black] {
+            let list = &mut ids.lists[side.index()];
+            list.mover = side == mover;
+            list.places = match (list.mover, variant) {
+                (true, _) => 0,
+                (false, Variant::Fevga) => 2,
+                (false, _) => 1,
+            };
+            list.path = path_index(variant, side);
+            // Written at the start of the ID buffer, whose `entry` writes every count,
+            // then kept (the buffer gets its `variant/side` after).
+            let mut n = 0;
+            let (counts, pins, marks) = side_of(parent, list.mover);
+            let (index_of, labels) = (&SLOT_INDEX[list.places], &SLOT_LABEL[list.path]);
+            // The board indices where the side has a checker.
+            let occupied = differing_mask(counts, &[0; 26]) | pins;
+            let mut start = [0u8; 27];
+            for s in 0..26 {
+                start[s] = n as u8;
+                let i = index_of[s] as usize;
+                if occupied >> i & 1 == 1 {
+                    let (count, pinned) = listed(counts, pins, marks, i);
+                    n = entry(&mut ids.buf, n, labels[s] as usize, count, pinned);
+                }
+            }
+            start[26] = n as u8;
+            list.start = start;
+            list.text[..n].copy_from_slice(&ids.buf[..n]);
+        }
+        ids.buf[..16].copy_from_slice(&prefix);
+        ids
+    }
+
+    /// Appends the Position ID of the parent board with its mover to move (the
+    /// position the plays are played from): the bytes of [`push_id_of_board`] of the
+    /// parent with the mover as the side to move.
+    pub fn push_parent(&self, out: &mut Vec<u8>) {
+        let (prefix, len) = &self.parent_prefix;
+        out.extend_from_slice(&prefix[..*len as usize]);
+        for list in &self.lists {
+            // The list's first comma becomes the `/` (no entry: a `/` alone).
+            out.push(b'/');
+            let text = &list.text[..list.start[26] as usize];
+            out.extend_from_slice(text.get(1..).unwrap_or_default());
+        }
+    }
+
+    /// Appends the Position ID of `b` to `out`: the bytes of [`push_id_of_board`].
+    pub fn push(&mut self, b: &Board, out: &mut Vec<u8>) {
+        let p = &self.parent;
+        // The board indices whose entry may differ from the parent's, by side (a pin
+        // changes the count and mark of the pinned side and the mover's mark there).
+        let pins = ((b.own_pinned ^ p.own_pinned) | (b.opp_pinned ^ p.opp_pinned)) & PIN_BITS;
+        let changed = [
+            differing_mask(&b.opp, &p.opp) | pins,
+            differing_mask(&b.own, &p.own) | pins,
+        ];
+        let buf = &mut self.buf;
+        let mut n = self.prefix;
+        for list in &self.lists {
+            let start = n;
+            let (slot_of, index_of) = (&SLOT_OF[list.places], &SLOT_INDEX[list.places]);
+            let labels = &SLOT_LABEL[list.path];
+            let mut indices = changed[list.mover as usize];
+            let mut slots = 0u32;
+            while indices != 0 {
+                let i = indices.trailing_zeros() as usize;
+                indices &= indices - 1;
+                slots |= 1 << slot_of[i.min(25)];
+            }
+            // The parent's text up to each changed slot, the slot's new entry, and
+            // on after the parent's entry there.
+            let (counts, pins, marks) = side_of(b, list.mover);
+            let mut from = 0;
+            while slots != 0 {
+                let s = (slots.trailing_zeros() as usize).min(25);
+                slots &= slots - 1;
+                n = copy_run(buf, n, &list.text, from, list.start[s] as usize);
+                let (count, pinned) = listed(counts, pins, marks, index_of[s] as usize);
+                if count > 0 {
+                    n = entry(buf, n, labels[s] as usize, count, pinned);
+                }
+                from = list.start[s + 1] as usize;
+            }
+            n = copy_run(buf, n, &list.text, from, list.start[26] as usize);
+            // Every entry is written after a comma; the side's first comma becomes the
+            // `/` (no entry: a `/` alone, never a valid position).
+            if n == start {
+                buf[n & (ID_BUF - 1)] = b'/';
+                n += 1;
+            } else {
+                buf[start & (ID_BUF - 1)] = b'/';
+            }
+        }
+        if n <= SHORT_ID {
+            // Most IDs: a copy of known size (without a call), then cut to the ID.
+            let at = out.len();
+            out.extend_from_slice(&buf[..SHORT_ID]);
+            out.truncate(at + n);
+        } else {
+            out.extend_from_slice(&buf[..n.min(ID_BUF)]);
+        }
+    }
+}
+
+/// Bytes that [`PlayIds::push`] copies whole for an ID at most this long (most are).
+const SHORT_ID: usize = 128;
+
+/// The bits of a [`Board`]'s pin masks that can be set: points 1..=24.
+const PIN_BITS: u32 = 0x01ff_fffe;
+
+/// One side of `b` as a Position ID lists it: its free checkers by board index, its
+/// pinned checkers (counted on their point) and its pin marks, for the mover's side
+/// (`mover`) or the opponent's, as [`push_id_of_board`] counts them.
+#[inline(always)]
+fn side_of(b: &Board, mover: bool) -> (&[u8; 26], u32, u32) {
+    if mover {
+        // With both colours pinned on one point (a board built by hand) the mark is
+        // the opponent's.
+        (
+            &b.own,
+            b.own_pinned & PIN_BITS,
+            b.own_pinned & !b.opp_pinned & PIN_BITS,
+        )
+    } else {
+        (&b.opp, b.opp_pinned & PIN_BITS, b.opp_pinned & PIN_BITS)
+    }
+}
+
+/// The count and the pin mark (1: the side's bottom checker there is pinned) listed
+/// at board index `i` (0..=25) for a side given by [`side_of`].
+#[inline(always)]
+fn listed(counts: &[u8; 26], pins: u32, marks: u32, i: usize) -> (u8, usize) {
+    let i = i.min(25);
+    let count = counts[i].saturating_add((pins >> i) as u8 & 1);
+    (count, (marks >> i & 1) as usize)
+}
+
+/// The board index of each slot of a list (0 bar, 1..=24 along the side's path, 25
+/// off): the mover's list (own index 25 - slot, every variant), the opponent's in
+/// Portes and Plakoto, the opponent's in Fevga (its own point j is the mover's
+/// [`flip_index`]).
+const SLOT_INDEX: [[u8; 26]; 3] = {
+    let mut t = [[0u8; 26]; 3];
+    let mut s = 0;
+    while s < 26 {
+        let own = 25 - s;
+        t[0][s] = own as u8;
+        let (pp, fevga) = if own == 0 || own == BAR {
+            (own, own)
+        } else {
+            (25 - own, (own + 11) % 24 + 1)
+        };
+        t[1][s] = pp as u8;
+        t[2][s] = fevga as u8;
+        s += 1;
+    }
+    t
+};
+
+/// The slot of each board index: the inverse of [`SLOT_INDEX`], row by row.
+const SLOT_OF: [[u8; 26]; 3] = {
+    let mut t = [[0u8; 26]; 3];
+    let mut r = 0;
+    while r < 3 {
+        let mut s = 0;
+        while s < 26 {
+            t[r][SLOT_INDEX[r][s] as usize] = s as u8;
+            s += 1;
+        }
+        r += 1;
+    }
+    t
+};
+
+/// The [`ENTRY`] label of each slot of a list, by [`path_index`]: the bar, the
+/// side's path ([`PATHS`]), off.
+const SLOT_LABEL: [[u8; 26]; 3] = {
+    let mut t = [[0u8; 26]; 3];
+    let mut r = 0;
+    while r < 3 {
+        t[r][0] = BAR_LABEL as u8;
+        let mut k = 0;
+        while k < 24 {
+            t[r][k + 1] = PATHS[r][k];
+            k += 1;
+        }
+        t[r][25] = OFF_LABEL as u8;
+        r += 1;
+    }
+    t
+};
+
+/// Copies `text[from..to]` to `buf` at `n` and returns the new length, 16 bytes at a
+/// time (the bytes written past the run are overwritten or cut after).
+#[inline(always)]
+fn copy_run(
+    buf: &mut IdBuf,
+    n: usize,
+    text: &[u8; LIST_TEXT + 16],
+    from: usize,
+    to: usize,
+) -> usize {
+    let mut k = 0;
+    while from + k < to {
+        let (at, src) = ((n + k) & (ID_BUF - 1), (from + k) & (LIST_TEXT - 1));
+        buf[at..at + 16].copy_from_slice(&text[src..src + 16]);
+        k += 16;
+    }
+    n + (to - from)
+}
+
 /// One side's checkers as its list in a Position ID: `counts[k]` on the `k`-th point of
 /// its path ([`PATHS`]), bit `k` of `pinned` when its bottom checker there is pinned.
 #[derive(Clone, Copy)]
@@ -129,7 +404,7 @@ impl SideList {
 /// The Position ID from its parts (White's list, then Black's, by [`Side::index`]).
 fn write_id(variant: Variant, turn: Side, sides: &[SideList; 2], out: &mut Vec<u8>) {
     // Written into a stack buffer, then copied once; `n` is the length so far.
-    let mut buf = [0u8; ID_BUF + 8];
+    let mut buf: IdBuf = [0; ID_BUF + 16];
     let (prefix, len) = PREFIX[variant as usize][turn.index()];
     buf[..16].copy_from_slice(&prefix);
     let mut n = len as usize;
@@ -186,11 +461,12 @@ fn nonzero_bytes(counts: &[u8; 24]) -> u32 {
 /// digit by digit above. Indices are taken modulo [`ID_BUF`], which a Position ID
 /// never reaches, so no write is checked.
 #[inline(always)]
-fn entry(buf: &mut [u8; ID_BUF + 8], n: usize, label: usize, count: u8, pinned: usize) -> usize {
+fn entry(buf: &mut IdBuf, n: usize, label: usize, count: u8, pinned: usize) -> usize {
     if count > 15 {
         return entry_slow(buf, n, label, count, pinned == 1);
     }
-    let e = ENTRY[pinned][label][count as usize];
+    // Shifts and masks only: labels below 32, `pinned` 0 or 1, counts below 16.
+    let e = ENTRY[label & 31][pinned & 1][count as usize & 15];
     let at = n & (ID_BUF - 1);
     buf[at..at + 8].copy_from_slice(&e.to_le_bytes());
     n + (e >> 56) as usize
@@ -198,13 +474,7 @@ fn entry(buf: &mut [u8; ID_BUF + 8], n: usize, label: usize, count: u8, pinned: 
 
 /// [`entry`] for counts above 15 (a board built by hand).
 #[cold]
-fn entry_slow(
-    buf: &mut [u8; ID_BUF + 8],
-    mut n: usize,
-    label: usize,
-    count: u8,
-    pinned: bool,
-) -> usize {
+fn entry_slow(buf: &mut IdBuf, mut n: usize, label: usize, count: u8, pinned: bool) -> usize {
     let mut byte = |b: u8| {
         buf[n & (ID_BUF - 1)] = b;
         n += 1;
@@ -287,12 +557,12 @@ const PREFIX: [[([u8; 16], u8); 2]; 3] = {
 const BAR_LABEL: usize = 0;
 const OFF_LABEL: usize = 25;
 
-/// `,label:count` for every label (0 `bar`, 1..=24 the printed point, 25 `off`) and
-/// count 0..=15, followed by `p` in `ENTRY[1]` (pinned; bar and off have no pin):
-/// its bytes in the low bytes of a little-endian `u64`, its length (at most 7,
-/// `,bar:15` or `,24:15p`) in the top byte.
-const ENTRY: [[[u64; 16]; 26]; 2] = {
-    let mut t = [[[0u64; 16]; 26]; 2];
+/// `,label:count` by label (0 `bar`, 1..=24 the printed point, 25 `off`; 26..=31
+/// unused, empty), pinned and count 0..=15, followed by `p` in `ENTRY[label][1]`
+/// (pinned; bar and off have no pin): its bytes in the low bytes of a little-endian
+/// `u64`, its length (at most 7, `,bar:15` or `,24:15p`) in the top byte.
+const ENTRY: [[[u64; 16]; 2]; 32] = {
+    let mut t = [[[0u64; 16]; 2]; 32];
     let mut pinned = 0;
     while pinned < 2 {
         let mut label = 0;
@@ -330,7 +600,7 @@ const ENTRY: [[[u64; 16]; 26]; 2] = {
                     n += 1;
                 }
                 b[7] = n as u8;
-                t[pinned][label][count] = u64::from_le_bytes(b);
+                t[label][pinned][count] = u64::from_le_bytes(b);
                 count += 1;
             }
             label += 1;
@@ -340,11 +610,14 @@ const ENTRY: [[[u64; 16]; 26]; 2] = {
     t
 };
 
-/// Bytes of [`write_id`]'s buffer (8 more for the last word written), a power of two
-/// above the longest Position ID: the variant and side (9 bytes), then per side `/`
-/// and at most 26 entries (bar, 24 points, off) of at most 8 bytes (`,24:255p`), 425
-/// bytes in all.
+/// Bytes of [`write_id`]'s buffer ([`IdBuf`]), a power of two above the longest
+/// Position ID: the variant and side (9 bytes), then per side `/` and at most 26
+/// entries (bar, 24 points, off) of at most 8 bytes (`,24:255p`), 425 bytes in all.
 const ID_BUF: usize = 512;
+
+/// The buffer a Position ID is written into: [`ID_BUF`] bytes and 16 more for the
+/// last word written past the end of the text (an entry's 8, a copied run's 16).
+type IdBuf = [u8; ID_BUF + 16];
 
 /// Parses a Position ID and validates the position (R9). Errors name the field
 /// `position_id` (syntax) or the position field (R9).
@@ -553,15 +826,20 @@ pub(crate) fn parse_side(pos: &mut Position, side: Side, list: &str) -> Result<(
 /// half first (its own numbering), then the mover's.
 pub fn gnubg_key(b: &Board) -> [u8; 10] {
     // 80 bits, least significant first: per point (and then the bar) as many 1s as
-    // checkers, then a 0. Built in one integer, a run of 1s at a time.
-    let mut bits = 0u128;
-    let mut at = 0u32;
+    // checkers, then a 0. Written a run of 1s at a time into the bytes where it
+    // starts (a run and its offset in its first byte fit in 32 bits); the bits
+    // written past the 80th are dropped.
+    let mut bytes = [0u8; 16];
+    let mut at = 0usize;
     let mut put = |count: u8| {
         // A valid board has at most 15 per point and 80 bits in all; anything else
         // (a `Board` built by hand) gives a meaningless key, never a panic.
         if at < 80 {
-            let count = count.min(15) as u32;
-            bits |= ((1u128 << count) - 1) << at;
+            let count = count.min(15) as usize;
+            let i = (at / 8).min(12);
+            let word = u32::from_le_bytes(bytes[i..i + 4].try_into().expect("4 bytes"));
+            let word = word | ((1u32 << count) - 1) << (at % 8);
+            bytes[i..i + 4].copy_from_slice(&word.to_le_bytes());
             at += count + 1;
         }
     };
@@ -574,7 +852,7 @@ pub fn gnubg_key(b: &Board) -> [u8; 10] {
     }
     put(b.own[BAR]);
     let mut key = [0u8; 10];
-    key.copy_from_slice(&bits.to_le_bytes()[..10]);
+    key.copy_from_slice(&bytes[..10]);
     key
 }
 
@@ -794,6 +1072,156 @@ mod tests {
             }
         }
         assert!(boards > 20_000, "{boards}");
+    }
+
+    fn patched_id(ids: &mut PlayIds, b: &Board) -> String {
+        let mut v = Vec::new();
+        ids.push(b, &mut v);
+        String::from_utf8(v).unwrap()
+    }
+
+    /// The patched ID of every play of every roll of random positions of each variant,
+    /// with either side to move in the ID, is the general writer's: patched from the
+    /// board played from and from another position's board (every place may differ).
+    /// The boards include R4 checkers on the bar, R6 borne-off checkers, R5.1 pins and
+    /// R5.5 pinned mothers.
+    #[test]
+    fn patched_play_ids_are_the_general_writers() {
+        // Boards checked: all, with a checker on the bar, borne off, pinned, a pinned
+        // mother; by side to move in the ID.
+        let (mut all, mut bar, mut off, mut pinned, mut mother) = (0, 0, 0, 0, 0);
+        let mut by_turn = [0; 2];
+        for v in Variant::ALL {
+            let positions = random_positions(v, 11, 160);
+            for (k, pos) in positions.iter().enumerate() {
+                if pos.game_over().is_some() {
+                    continue;
+                }
+                let mover = pos.turn;
+                let parent = Board::from_position(pos, mover);
+                let other = Board::from_position(&positions[(k * 7 + 3) % positions.len()], mover);
+                for turn in [mover.opponent(), mover] {
+                    let mut near = PlayIds::new(&parent, v, mover, turn);
+                    let mut far = PlayIds::new(&other, v, mover, turn);
+                    assert_eq!(
+                        patched_id(&mut near, &parent),
+                        board_id(&parent, v, mover, turn)
+                    );
+                    let mut played_from = Vec::new();
+                    near.push_parent(&mut played_from);
+                    assert_eq!(played_from, to_id(pos).into_bytes());
+                    assert_eq!(to_id(pos), board_id(&parent, v, mover, mover));
+                    assert_eq!(
+                        patched_id(&mut far, &parent),
+                        board_id(&parent, v, mover, turn)
+                    );
+                    for d1 in 1..=6 {
+                        for d2 in d1..=6 {
+                            for p in legal_raw_plays(pos, Dice::new(d1, d2).unwrap()).unwrap() {
+                                let b = &p.board;
+                                let want = board_id(b, v, mover, turn);
+                                assert_eq!(patched_id(&mut near, b), want, "{}", to_id(pos));
+                                assert_eq!(patched_id(&mut far, b), want, "{}", to_id(pos));
+                                all += 1;
+                                by_turn[turn.index()] += 1;
+                                bar += (b.own[BAR] + b.opp[BAR] > 0) as usize;
+                                off += (b.own[OFF] + b.opp[OFF] > 0) as usize;
+                                pinned += (b.own_pinned | b.opp_pinned != 0) as usize;
+                                // The mover's mother on its own 24, the opponent's on
+                                // the mover's 1 (Plakoto).
+                                mother += (b.own_pinned >> 24 & 1 | b.opp_pinned >> 1 & 1) as usize;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert!(all > 400_000, "{all}");
+        assert!(by_turn.iter().all(|&n| n == all / 2), "{by_turn:?}");
+        assert!(
+            bar > 1_000 && off > 1_000 && pinned > 1_000,
+            "{bar} {off} {pinned}"
+        );
+        assert!(mother > 20_000, "{mother}");
+    }
+
+    /// Boards built by hand that are no valid position (counts above 15, both colours
+    /// pinned on one point, no checker at all), patched from each other: the general
+    /// writer's text.
+    #[test]
+    fn patched_ids_of_boards_built_by_hand() {
+        let mut big = Board::EMPTY;
+        big.own[24] = 200;
+        big.own[BAR] = 16;
+        big.opp[3] = 15;
+        big.opp[OFF] = 99;
+        let mut pins = Board::EMPTY;
+        pins.own[7] = 1;
+        pins.opp[7] = 1;
+        pins.own_pinned = 1 << 7 | 1 << 20;
+        pins.opp_pinned = 1 << 7;
+        let start =
+            Board::from_position(&Position::start(Variant::Plakoto, Side::White), Side::White);
+        let boards = [Board::EMPTY, big, pins, start];
+        for v in Variant::ALL {
+            for mover in [Side::White, Side::Black] {
+                for parent in &boards {
+                    let mut ids = PlayIds::new(parent, v, mover, mover.opponent());
+                    for b in &boards {
+                        assert_eq!(
+                            patched_id(&mut ids, b),
+                            board_id(b, v, mover, mover.opponent())
+                        );
+                    }
+                    let mut played_from = Vec::new();
+                    ids.push_parent(&mut played_from);
+                    assert_eq!(played_from, board_id(parent, v, mover, mover).into_bytes());
+                }
+            }
+        }
+    }
+
+    /// The GNU Backgammon key built in one 128-bit integer, a run of 1s at a time:
+    /// the reference for the byte-wise writer.
+    fn reference_gnubg_key(b: &Board) -> [u8; 10] {
+        let mut bits = 0u128;
+        let mut at = 0u32;
+        let counts = (1..=24)
+            .map(|j| b.opp_at(25 - j))
+            .chain([b.opp[BAR]])
+            .chain((1..=24).map(|i| b.own_at(i)))
+            .chain([b.own[BAR]]);
+        for count in counts {
+            if at < 80 {
+                let count = count.min(15) as u32;
+                bits |= ((1u128 << count) - 1) << at;
+                at += count + 1;
+            }
+        }
+        bits.to_le_bytes()[..10].try_into().unwrap()
+    }
+
+    /// Every Portes board of random play (either side's view), and boards built by
+    /// hand with more than 15 on a point or more than 80 bits: the reference key.
+    #[test]
+    fn gnubg_keys_match_the_reference() {
+        let mut boards = Vec::new();
+        for pos in random_positions(Variant::Portes, 13, 300) {
+            for mover in [Side::White, Side::Black] {
+                boards.push(Board::from_position(&pos, mover));
+            }
+        }
+        let mut full = Board::EMPTY;
+        full.own = [15; 26];
+        full.opp = [9; 26];
+        boards.push(full);
+        let mut big = Board::EMPTY;
+        big.own[3] = 200;
+        big.opp[BAR] = 40;
+        boards.push(big);
+        for b in &boards {
+            assert_eq!(gnubg_key(b), reference_gnubg_key(b), "{b:?}");
+        }
     }
 
     /// The one-pass reading of canonical IDs gives what the general parser gives, on

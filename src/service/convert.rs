@@ -109,9 +109,11 @@ pub fn position_from_pb(p: &pb::Position, prefix: &str) -> Result<Position, Serv
             white: count(pt.white, || f(&format!("points[{i}].white")))?,
             black: count(pt.black, || f(&format!("points[{i}].black")))?,
             pinned: match pt.pinned {
-                // No pin, the common case: no field path to build.
+                // No pin, the common case; the field path is built only for an error.
                 0 => None,
-                v => opt_side_from_pb(v, &f(&format!("points[{i}].pinned")))?,
+                v => {
+                    opt_side_from_pb(v, "").map_err(|e| e.at(&f(&format!("points[{i}].pinned"))))?
+                }
             },
         };
     }

@@ -15,16 +15,16 @@ use super::pb;
 use super::pb::tavli_engine_server::TavliEngineServer;
 use super::wire::LegalPlaysAnswer;
 use super::SERVICE_NAME;
+use bytes::Buf;
 use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use tonic::body::Body;
-use tonic::codec::{Codec, CompressionEncoding, EncodeBuf, Encoder};
+use tonic::codec::{Codec, CompressionEncoding, DecodeBuf, Decoder, EncodeBuf, Encoder};
 use tonic::server::{Grpc, NamedService, UnaryService};
 use tonic::{Request, Response, Status};
-use tonic_prost::ProstDecoder;
 
 /// The path of the method answered here.
 const LIST_LEGAL_PLAYS: &str = "/tavli.v1.TavliEngine/ListLegalPlays";
@@ -141,7 +141,7 @@ impl UnaryService<pb::ListLegalPlaysRequest> for ListLegalPlays {
     }
 }
 
-/// Requests decoded by prost, responses written by [`super::wire`].
+/// Requests decoded by prost ([`RequestDecoder`]), responses written by [`super::wire`].
 #[derive(Clone, Copy, Default)]
 struct EncodedCodec;
 
@@ -163,13 +163,40 @@ impl Codec for EncodedCodec {
     type Encode = LegalPlaysAnswer;
     type Decode = pb::ListLegalPlaysRequest;
     type Encoder = EncodedEncoder;
-    type Decoder = ProstDecoder<pb::ListLegalPlaysRequest>;
+    type Decoder = RequestDecoder;
 
     fn encoder(&mut self) -> EncodedEncoder {
         EncodedEncoder
     }
 
-    fn decoder(&mut self) -> Self::Decoder {
-        ProstDecoder::default()
+    fn decoder(&mut self) -> RequestDecoder {
+        RequestDecoder
+    }
+}
+
+/// The request decoded by prost as tonic's `ProstDecoder` decodes it (the same
+/// message, the same `INTERNAL` status on bad bytes), but from the message's bytes as
+/// one slice: every field read from tonic's buffer costs a `BytesMut` advance, from a
+/// slice a pointer increment (about half the decoding cost of a request with a
+/// structured position).
+struct RequestDecoder;
+
+impl Decoder for RequestDecoder {
+    type Item = pb::ListLegalPlaysRequest;
+    type Error = Status;
+
+    fn decode(&mut self, buf: &mut DecodeBuf<'_>) -> Result<Option<Self::Item>, Status> {
+        use prost::Message;
+        let len = buf.remaining();
+        // Tonic's buffer holds a message in one piece; anything else is read as is.
+        let item = if buf.chunk().len() == len {
+            let item = pb::ListLegalPlaysRequest::decode(buf.chunk());
+            buf.advance(len);
+            item
+        } else {
+            pb::ListLegalPlaysRequest::decode(buf)
+        };
+        // As `ProstDecoder`: gRPC's status for a message that does not parse.
+        item.map(Some).map_err(|e| Status::internal(e.to_string()))
     }
 }

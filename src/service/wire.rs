@@ -23,7 +23,7 @@ use crate::rules::board::Board;
 use crate::rules::movegen::{RawMove, RawPlay};
 use crate::rules::notation;
 use crate::rules::play::to_location;
-use crate::rules::position_id::{push_gnubg_id, push_id, push_id_of_board};
+use crate::rules::position_id::{push_gnubg_id, push_id, PlayIds};
 use crate::rules::{Dice, Location, Outcome, Position, Side, Variant};
 use bytes::BufMut;
 
@@ -88,6 +88,11 @@ fn put_nested(
         out.truncate(key_at);
         return;
     }
+    if guess == 1 && len < 1 << 7 {
+        // The usual case: the guessed one byte.
+        out[at] = len as u8;
+        return;
+    }
     let need = varint_len(len as u64);
     if need != guess {
         if need > guess {
@@ -105,41 +110,96 @@ fn put_nested(
 }
 
 /// `Position`: every field, as [`super::convert::position_to_pb`] fills it;
-/// `board()` is `p` seen by its side to move (for the GNU Backgammon ID of a Portes
-/// position; not called for the other variants).
-fn put_position(out: &mut Vec<u8>, p: &Position, board: impl FnOnce() -> Board) {
+/// `id` appends `p`'s Position ID; `board()` is `p` seen by its side to move (for the
+/// GNU Backgammon ID of a Portes position; not called for the other variants).
+fn put_position(
+    out: &mut Vec<u8>,
+    p: &Position,
+    id: impl FnOnce(&mut Vec<u8>),
+    board: impl FnOnce() -> Board,
+) {
     put_uint(out, 1, variant_to_pb(p.variant) as u32);
     put_uint(out, 2, side_to_pb(Some(p.turn)) as u32);
-    // The 24 PointState fields, each at most three one-byte fields (so its length is
-    // one byte), written into one buffer and copied once.
-    let mut points = [0u8; 24 * 8];
+    // The 24 PointState fields, each its key and at most eight more bytes from
+    // [`POINT_STATES`], written into one buffer and copied once.
+    let mut points = [0u8; 24 * 9 + 8];
     let mut k = 0;
     for pt in &p.points {
-        points[k] = 3 << 3 | LEN;
-        let len_at = k + 1;
-        k += 2;
-        for (field, v) in [
-            (1u8, pt.white),
-            (2, pt.black),
-            (3, side_to_pb(pt.pinned) as u8),
-        ] {
-            // Written always, kept only when not 0 (proto3): no branch on the counts.
-            points[k] = field << 3 | VARINT;
-            points[k + 1] = v; // counts are 0..=15 and enum values 0..=2: one byte
-            k += 2 * (v != 0) as usize;
+        let at = k.min(24 * 9);
+        let (white, black, pinned) = (pt.white, pt.black, side_to_pb(pt.pinned) as u8);
+        if white < 16 && black < 16 {
+            let e = POINT_STATES[(white as usize * 16 + black as usize) * 3 + pinned as usize % 3];
+            points[at] = 3 << 3 | LEN;
+            points[at + 1..at + 9].copy_from_slice(&e.to_le_bytes());
+            k = at + (e >> 56) as usize;
+        } else {
+            // Counts above 15 (no valid position): the fields one by one.
+            k = at + point_state_slow(&mut points[at..at + 9], white, black, pinned);
         }
-        points[len_at] = (k - len_at - 1) as u8;
     }
-    out.extend_from_slice(&points[..k]);
+    out.extend_from_slice(&points[..k.min(24 * 9)]);
     put_uint(out, 4, p.bar[0] as u32);
     put_uint(out, 5, p.bar[1] as u32);
     put_uint(out, 6, p.off[0] as u32);
     put_uint(out, 7, p.off[1] as u32);
     // IDs are under 128 bytes but for the longest ones: a one-byte length first.
-    put_nested(out, 8, 1, true, |t| push_id(p, t));
+    put_nested(out, 8, 1, true, id);
     if p.variant == Variant::Portes {
         put_nested(out, 9, 1, true, |t| push_gnubg_id(&board(), t));
     }
+}
+
+/// A `PointState` message after its key (its length, then `white`, `black` and
+/// `pinned` when not 0, proto3), in the low bytes of a little-endian word, with the
+/// bytes of the whole field (key included, at most 8) in the top byte: by
+/// `(white * 16 + black) * 3 + pinned` for counts 0..=15 and sides 0..=2.
+const POINT_STATES: [u64; 16 * 16 * 3] = {
+    let mut t = [0u64; 16 * 16 * 3];
+    let mut i = 0;
+    while i < 16 * 16 * 3 {
+        let mut b = [0u8; 8];
+        let n = point_state_fields(&mut b, (i / 48) as u8, (i / 3 % 16) as u8, (i % 3) as u8);
+        // The whole field: key, length, fields.
+        b[7] = n as u8 + 1;
+        t[i] = u64::from_le_bytes(b);
+        i += 1;
+    }
+    t
+};
+
+/// Writes a `PointState`'s length and its fields not 0 (each a one-byte key and a
+/// one-byte value) into `b` and returns the bytes written (at most 7).
+const fn point_state_fields(b: &mut [u8; 8], white: u8, black: u8, pinned: u8) -> usize {
+    let fields = [(1u8, white), (2, black), (3, pinned)];
+    let mut n = 1;
+    let mut f = 0;
+    while f < 3 {
+        let (field, v) = fields[f];
+        if v != 0 {
+            b[n] = field << 3 | VARINT;
+            b[n + 1] = v;
+            n += 2;
+        }
+        f += 1;
+    }
+    b[0] = (n - 1) as u8;
+    n
+}
+
+/// A `PointState` field (key included) with counts above 15 (no valid position) into
+/// `out` (at least 8 bytes), each value as one byte as for smaller counts: returns
+/// its length.
+#[cold]
+fn point_state_slow(out: &mut [u8], white: u8, black: u8, pinned: u8) -> usize {
+    out[0] = 3 << 3 | LEN;
+    let mut k = 2;
+    for (field, v) in [(1u8, white), (2, black), (3, pinned)] {
+        out[k] = field << 3 | VARINT;
+        out[k + 1] = v;
+        k += 2 * (v != 0) as usize;
+    }
+    out[1] = (k - 2) as u8;
+    k
 }
 
 /// `Location`: a oneof, so written even when its value is the default.
@@ -175,11 +235,17 @@ static MOVE_LOCATIONS: std::sync::LazyLock<MoveLocations> = std::sync::LazyLock:
 
 /// `Move` (every part of it is a few bytes, so its length is one byte), from the
 /// generator's move as [`crate::rules::legal_plays`] converts it; `locations` are
-/// the mover's ([`MOVE_LOCATIONS`]).
-#[inline]
-fn put_move(out: &mut Vec<u8>, locations: &[[[u8; 2]; 26]; 2], m: &RawMove) {
-    let [f0, f1] = locations[0][m.from as usize % 26];
-    let [t0, t1] = locations[1][m.to as usize % 26];
+/// the mover's ([`MOVE_LOCATIONS`]). Written at `n` in `buf` (16 bytes, cut to the
+/// move's after); returns the new length.
+#[inline(always)]
+fn put_move(
+    buf: &mut [u8; MOVES_BUF],
+    n: usize,
+    locations: &[[[u8; 2]; 26]; 2],
+    m: &RawMove,
+) -> usize {
+    let [f0, f1] = locations[0][(m.from as usize).min(25)];
+    let [t0, t1] = locations[1][(m.to as usize).min(25)];
     // Written whole, die and hit included, then cut to the fields that are not 0.
     let mut b = [
         1 << 3 | LEN,
@@ -199,15 +265,20 @@ fn put_move(out: &mut Vec<u8>, locations: &[[[u8; 2]; 26]; 2], m: &RawMove) {
         0,
         0,
     ];
-    let mut n = 10 + 2 * (m.die != 0) as usize;
-    b[n] = 4 << 3 | VARINT;
-    b[n + 1] = 1;
-    n += 2 * m.hit as usize;
-    b[1] = (n - 2) as u8;
-    let at = out.len();
-    out.extend_from_slice(&b);
-    out.truncate(at + n);
+    let mut len = 10 + 2 * (m.die != 0) as usize;
+    b[len] = 4 << 3 | VARINT;
+    b[len + 1] = 1;
+    len += 2 * m.hit as usize;
+    b[1] = (len - 2) as u8;
+    let at = n.min(MOVES_BUF - 16);
+    buf[at..at + 16].copy_from_slice(&b);
+    n + len
 }
+
+/// Bytes of the buffer the moves of a play are written into by [`put_move`]: four
+/// moves of at most 14 bytes, the last one's 16 bytes written, and the 64 bytes
+/// copied whole.
+const MOVES_BUF: usize = 80;
 
 /// `GameOutcome` as field `field` (present even when all its fields are defaults).
 fn put_outcome(out: &mut Vec<u8>, field: u8, o: &Outcome) {
@@ -230,30 +301,41 @@ fn put_outcome(out: &mut Vec<u8>, field: u8, o: &Outcome) {
 }
 
 /// `Play` of `mover` (as [`crate::rules::legal_plays`] converts the generator's play),
-/// with the whole resulting position, or its Position ID only when `compact`.
-fn put_play(out: &mut Vec<u8>, variant: Variant, mover: Side, p: &RawPlay, compact: bool) {
+/// with the whole resulting position, or its Position ID only when `ids` is given
+/// (compact; the writer of the IDs of the plays of the position played from).
+fn put_play(
+    out: &mut Vec<u8>,
+    variant: Variant,
+    mover: Side,
+    p: &RawPlay,
+    ids: Option<&mut PlayIds>,
+) {
     let locations = &MOVE_LOCATIONS[variant as usize][mover.index()];
+    let (mut moves, mut n) = ([0u8; MOVES_BUF], 0);
     for m in p.moves() {
-        put_move(out, locations, m);
+        n = put_move(&mut moves, n, locations, m);
     }
+    // A copy of known size (without a call), then cut to the moves (at most 56 bytes).
+    let at = out.len();
+    out.extend_from_slice(&moves[..64]);
+    out.truncate(at + n.min(64));
     // Notation is never empty (`pass` for no move).
     put_nested(out, 2, 1, true, |t| notation::push(p.moves(), t));
-    if !compact {
+    if ids.is_none() {
         let position = p.board.to_position(variant, mover, mover.opponent());
         // A whole position is 100 to 400 bytes: a two-byte length first.
         put_nested(out, 3, 2, false, |t| {
             // The position seen by its side to move.
-            put_position(t, &position, || p.board.mirror(variant))
+            let id = |t: &mut Vec<u8>| push_id(&position, t);
+            put_position(t, &position, id, || p.board.mirror(variant))
         });
     }
     if let Some(o) = p.outcome {
         put_outcome(out, 4, &o.to_outcome(mover));
     }
-    if compact {
+    if let Some(ids) = ids {
         // The resulting position's ID straight from the board (no `Position`).
-        put_nested(out, 5, 1, true, |t| {
-            push_id_of_board(&p.board, variant, mover, mover.opponent(), t)
-        });
+        put_nested(out, 5, 1, true, |t| ids.push(&p.board, t));
     }
 }
 
@@ -290,8 +372,18 @@ impl LegalPlaysAnswer {
     /// into one scratch buffer, then copied to `dst` after its length.
     pub fn encode(&self, dst: &mut impl BufMut) {
         let pos = &self.position;
+        let board = Board::from_position(pos, pos.turn);
+        // Compact: the plays' IDs patched from the ID of the board played from.
+        let mut ids = self
+            .compact
+            .then(|| PlayIds::new(&board, pos.variant, pos.turn, pos.turn.opponent()));
         let mut scratch = Vec::with_capacity(if self.compact { 256 } else { 512 });
-        put_position(&mut scratch, pos, || Board::from_position(pos, pos.turn));
+        // Compact: the position's ID from the lists of the plays' IDs.
+        let id = |t: &mut Vec<u8>| match &ids {
+            Some(ids) => ids.push_parent(t),
+            None => push_id(pos, t),
+        };
+        put_position(&mut scratch, pos, id, || board);
         put_bytes(dst, 1, &scratch);
         put_bytes(
             dst,
@@ -308,7 +400,7 @@ impl LegalPlaysAnswer {
             // before it: one copy into `dst` per play.
             scratch.clear();
             scratch.extend_from_slice(&[0; PLAY_HEAD]);
-            put_play(&mut scratch, pos.variant, pos.turn, p, self.compact);
+            put_play(&mut scratch, pos.variant, pos.turn, p, ids.as_mut());
             let len = scratch.len() - PLAY_HEAD;
             let start = if len < 1 << 7 {
                 scratch[PLAY_HEAD - 1] = len as u8;
@@ -395,6 +487,34 @@ mod tests {
 
     fn pos_id(p: &Position) -> String {
         crate::rules::position_id::to_id(p)
+    }
+
+    /// Every entry of the `PointState` table is what the field-by-field writer writes,
+    /// and both are prost's encoding of the message.
+    #[test]
+    fn point_state_table_matches_the_fields() {
+        for white in 0..16u8 {
+            for black in 0..16u8 {
+                for pinned in 0..3u8 {
+                    let e =
+                        POINT_STATES[(white as usize * 16 + black as usize) * 3 + pinned as usize];
+                    let len = (e >> 56) as usize;
+                    let mut table = vec![3 << 3 | LEN];
+                    table.extend_from_slice(&e.to_le_bytes()[..len - 1]);
+                    let mut slow = [0u8; 9];
+                    let n = point_state_slow(&mut slow, white, black, pinned);
+                    assert_eq!(table, &slow[..n], "{white} {black} {pinned}");
+                    let state = pb::PointState {
+                        white: white as u32,
+                        black: black as u32,
+                        pinned: pinned as i32,
+                    };
+                    let mut want = vec![3 << 3 | LEN];
+                    want.extend_from_slice(&state.encode_length_delimited_to_vec());
+                    assert_eq!(table, want, "{white} {black} {pinned}");
+                }
+            }
+        }
     }
 
     #[test]
