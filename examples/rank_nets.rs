@@ -12,7 +12,7 @@
 //!   board`'s work with this net);
 //! - `service`: `PositionEvaluator::rank_plays` at 0 plies (`rank_once service`'s
 //!   work with this net: every play with its moves, notation and position);
-//! - `eval1`: `PositionEvaluator::evaluate` at 1 ply.
+//! - `eval1`, `eval2`: `PositionEvaluator::evaluate` at 1 and 2 plies.
 //!
 //! The position is `rank_once`'s: random play from the start with seed 5, the 21st
 //! position (for Portes a contact position with 48 plays of 4-2). Instructions per
@@ -101,7 +101,8 @@ fn main() {
                 acc += r[0].equity;
             }
             "eval1" => acc += engine.evaluate(black_box(&pos), opts(1)).unwrap().equity,
-            _ => panic!("MODE must be static, rank, board, service or eval1"),
+            "eval2" => acc += engine.evaluate(black_box(&pos), opts(2)).unwrap().equity,
+            _ => panic!("MODE must be static, rank, board, service, eval1 or eval2"),
         }
     }
     println!(
