@@ -392,7 +392,8 @@ fn match_cycle_r2() {
     assert!(m
         .advance(&win(Side::White, 1, OutcomeReason::BoreOff))
         .is_err());
-    // A winner who has not reached the length is no state a match can be in.
+    // R2: the match is won by reaching its length; a winner short of it is no state a
+    // match can be in.
     let mut wrong = MatchState::new(3).unwrap();
     wrong.winner = Some(Side::White);
     assert_eq!(

@@ -1556,6 +1556,12 @@ async fn a_cancelled_evaluate_stops_its_search_and_then_returns_its_permit() {
     panic!("the permit never came back");
 }
 
+/// Reads a response stream to its end: `Err` with the status that ended it.
+async fn stream_end<T>(mut s: tonic::Streaming<T>) -> Result<(), Status> {
+    while s.message().await?.is_some() {}
+    Ok(())
+}
+
 /// At the end of the drain time the server cancels the searches still running: they
 /// answer UNAVAILABLE (the client did not cancel: it may retry elsewhere), the streams
 /// of a rollout and of an analysis included, and `serve` returns soon after.
@@ -1579,9 +1585,7 @@ async fn the_end_of_the_drain_stops_running_searches() {
     };
     let mut rc = server.client().await;
     streams.push(tokio::spawn(async move {
-        let mut s = rc.rollout(rollout).await?.into_inner();
-        while s.message().await?.is_some() {}
-        Ok::<_, Status>("rollout")
+        stream_end(rc.rollout(rollout).await?.into_inner()).await
     }));
     server.wait_in_flight("Rollout", 1.0).await;
     let analysis = pb::AnalyzeGameRequest {
@@ -1592,9 +1596,7 @@ async fn the_end_of_the_drain_stops_running_searches() {
     };
     let mut ac = server.client().await;
     streams.push(tokio::spawn(async move {
-        let mut s = ac.analyze_game(analysis).await?.into_inner();
-        while s.message().await?.is_some() {}
-        Ok::<_, Status>("analysis")
+        stream_end(ac.analyze_game(analysis).await?.into_inner()).await
     }));
     server.wait_in_flight("AnalyzeGame", 1.0).await;
     let call = tokio::spawn(async move { c.evaluate(eval_req(None)).await });

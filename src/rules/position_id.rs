@@ -1145,24 +1145,36 @@ mod tests {
         assert!(mother > 20_000, "{mother}");
     }
 
+    /// A board no position has (R9 rules it out): 200 checkers on own 24, 16 on the
+    /// bar, 99 borne off.
+    fn big_board() -> Board {
+        let mut b = Board::EMPTY;
+        b.own[24] = 200;
+        b.own[BAR] = 16;
+        b.opp[3] = 15;
+        b.opp[OFF] = 99;
+        b
+    }
+
+    /// Both colours pinned on own point 7 (R5.1 rules it out), and the mover's checker
+    /// on 20 marked pinned with no checker under it.
+    fn both_pinned_board() -> Board {
+        let mut b = Board::EMPTY;
+        b.own[7] = 1;
+        b.opp[7] = 1;
+        b.own_pinned = 1 << 7 | 1 << 20;
+        b.opp_pinned = 1 << 7;
+        b
+    }
+
     /// Boards built by hand that are no valid position (counts above 15, both colours
     /// pinned on one point, no checker at all), patched from each other: the general
     /// writer's text.
     #[test]
     fn patched_ids_of_boards_built_by_hand() {
-        let mut big = Board::EMPTY;
-        big.own[24] = 200;
-        big.own[BAR] = 16;
-        big.opp[3] = 15;
-        big.opp[OFF] = 99;
-        let mut pins = Board::EMPTY;
-        pins.own[7] = 1;
-        pins.opp[7] = 1;
-        pins.own_pinned = 1 << 7 | 1 << 20;
-        pins.opp_pinned = 1 << 7;
         let start =
             Board::from_position(&Position::start(Variant::Plakoto, Side::White), Side::White);
-        let boards = [Board::EMPTY, big, pins, start];
+        let boards = [Board::EMPTY, big_board(), both_pinned_board(), start];
         for v in Variant::ALL {
             for mover in [Side::White, Side::Black] {
                 for parent in &boards {
@@ -1311,11 +1323,7 @@ mod tests {
     /// counts above 15 (written digit by digit) and a side with no checker at all.
     #[test]
     fn ids_of_boards_built_by_hand() {
-        let mut b = Board::EMPTY;
-        b.own[24] = 200;
-        b.own[BAR] = 16;
-        b.opp[3] = 15;
-        b.opp[OFF] = 99;
+        let b = big_board();
         for v in Variant::ALL {
             for mover in [Side::White, Side::Black] {
                 let pos = b.to_position(v, mover, mover);
@@ -1324,12 +1332,7 @@ mod tests {
             }
         }
         // Both colours pinned on own point 7 (R5.1 rules it out).
-        let mut p = Board::EMPTY;
-        p.own[7] = 1;
-        p.opp[7] = 1;
-        p.own_pinned = 1 << 7;
-        p.opp_pinned = 1 << 7;
-        p.own_pinned |= 1 << 20;
+        let p = both_pinned_board();
         for v in Variant::ALL {
             for mover in [Side::White, Side::Black] {
                 let pos = p.to_position(v, mover, mover);

@@ -356,7 +356,8 @@ mod tests {
     use super::*;
 
     /// The inline moves read, compare and print as the slice of the moves pushed; the
-    /// unused slots never take part.
+    /// unused slots never take part. Four slots: a play has at most four moves (R3,
+    /// doubles).
     #[test]
     fn moves_behave_as_their_slice() {
         let m = |from, to, die| Move {
