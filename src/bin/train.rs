@@ -3,7 +3,7 @@
 //!
 //! - `train td`: TD(λ) self-play of one net (`src/train/td.rs`).
 //! - `train gen`: positions of self-play games of a net (0 ply, ε-random plays).
-//! - `train label`: labels positions with a net's n-ply search values.
+//! - `train label`: labels positions with a net's n-ply search values or rollouts.
 //! - `train fit`: fits a net (new or resumed) to labelled positions, as the net of
 //!   every position, of contact positions or of race positions of a `.tnet` file.
 //! - `train measure`: static evaluations per second of a net file.
@@ -33,7 +33,7 @@ use tavli_engine::rules::Variant;
 use tavli_engine::train::data::DataSet;
 use tavli_engine::train::heuristic::Heuristic;
 use tavli_engine::train::supervised::{
-    fit, label, self_play_positions, FitConfig, GenConfig, Subset,
+    fit, label, self_play_positions, FitConfig, GenConfig, LabelBy, Subset,
 };
 use tavli_engine::train::td::{
     play_match, start_board, start_probabilities, GreedyPolicy, Policy, PubEvalPolicy,
@@ -153,6 +153,15 @@ struct LabelArgs {
     /// Search depth of the labels (0..=2).
     #[arg(long, default_value_t = 1)]
     plies: u8,
+    /// Label with the mean of a 0-ply rollout of this many games instead of a search.
+    #[arg(long)]
+    rollouts: Option<u32>,
+    /// With --rollouts: no luck adjustment (the raw mean of the games).
+    #[arg(long)]
+    no_luck: bool,
+    /// With --rollouts: master seed of the dice.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
     /// Worker threads (the result does not depend on it).
     #[arg(long, default_value_t = 2)]
     threads: usize,
@@ -400,14 +409,31 @@ fn label_cmd(a: LabelArgs) {
     }
     let done = AtomicUsize::new(0);
     let n = set.len();
+    let (by, how) = match a.rollouts {
+        Some(0) => die("--rollouts: at least 1 game".to_string()),
+        Some(trials) => (
+            LabelBy::Rollout {
+                trials,
+                seed: a.seed,
+                luck: !a.no_luck,
+            },
+            format!(
+                "{trials}-game rollouts{}",
+                if a.no_luck { "" } else { ", luck-adjusted" }
+            ),
+        ),
+        None => (
+            LabelBy::Search { plies: a.plies },
+            format!("{}-ply", a.plies),
+        ),
+    };
     set.targets = with_progress("labels", n, &done, || {
-        label(variant, &set.boards, &eval, a.plies, a.threads, &done)
+        label(variant, &set.boards, &eval, by, a.threads, &done)
     });
     set.save(&a.out)
         .unwrap_or_else(|e| die(format!("{}: {e}", a.out)));
     eprintln!(
-        "{n} labelled positions ({}-ply, {}) written to {}",
-        a.plies,
+        "{n} labelled positions ({how}, {}) written to {}",
         eval.name(variant),
         a.out
     );

@@ -10,18 +10,21 @@
 
 use super::data::{DataSet, Target};
 use crate::eval::bearoff::{is_no_contact_bearoff, BearoffDb};
+use crate::eval::engine::{variant_index, Engine};
 use crate::eval::features::has_contact;
 use crate::eval::inputs::SparseInputs;
 use crate::eval::net::{to_probabilities, Net, OUTPUTS};
+use crate::eval::rollout::{rollout, Luck, RolloutConfig};
 use crate::eval::search::{game_over_probabilities, with_scratch, MoveFilter, Search};
 use crate::eval::{Evaluator, Probabilities, StopWhen};
 use crate::rules::board::{Board, OFF};
 use crate::rules::movegen::generate;
-use crate::rules::{Dice, Variant};
+use crate::rules::{Dice, Side, Variant};
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::HashSet;
+use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -174,14 +177,37 @@ pub fn target_of(p: &Probabilities) -> Target {
     [p.win, p.win_mars, p.lose_mars, p.draw]
 }
 
-/// Labels every board with its `plies`-deep value by `eval` (the exact bear-off
+/// How [`label`] values a position.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LabelBy {
+    /// The `plies`-deep search value (0..=2; [`Search::evaluate`]).
+    Search {
+        /// Search depth.
+        plies: u8,
+    },
+    /// The mean of a cubeless rollout ([`crate::eval::rollout`]) of `trials` games
+    /// played at 0 ply, with stratified dice for the first two rolls, the exact
+    /// bear-off database at the end and, with `luck`, the luck adjustment (the
+    /// rollout's defaults otherwise). Trial dice of board `k` come from
+    /// `mix(seed ^ k)`: the labels do not depend on the thread count.
+    Rollout {
+        /// Games per position (at least 1).
+        trials: u32,
+        /// Master seed.
+        seed: u64,
+        /// Luck adjustment ([`Luck::Pruned`]) or none ([`Luck::Off`]).
+        luck: bool,
+    },
+}
+
+/// Labels every board with its value by `eval` as `by` says (the exact bear-off
 /// database at the leaves and for no-contact bear-offs; a finished game by its
 /// outcome), bounded by [`bound_target`]. Deterministic; `done` counts labelled boards.
 pub fn label(
     variant: Variant,
     boards: &[Board],
     eval: &Arc<dyn Evaluator>,
-    plies: u8,
+    by: LabelBy,
     threads: usize,
     done: &AtomicUsize,
 ) -> Vec<Target> {
@@ -197,20 +223,34 @@ pub fn label(
                 let next = &next;
                 scope.spawn(move || {
                     let s = search(variant, &*eval);
+                    let engine = rollout_engine(variant, &eval);
                     let mut out = Vec::new();
                     loop {
                         let c = next.fetch_add(1, Ordering::Relaxed);
                         if c >= chunks {
                             break;
                         }
-                        let part: Vec<Target> = boards
-                            [c * chunk..((c + 1) * chunk).min(boards.len())]
+                        let first = c * chunk;
+                        let part: Vec<Target> = boards[first..(first + chunk).min(boards.len())]
                             .iter()
-                            .map(|b| {
-                                let p = match b.game_over_for_mover(variant) {
-                                    Some((won, o)) => game_over_probabilities(won, o),
-                                    None => with_scratch(|sc| s.evaluate(sc, b, plies))
-                                        .expect("the evaluator answers every board"),
+                            .enumerate()
+                            .map(|(k, b)| {
+                                let p = match (b.game_over_for_mover(variant), by) {
+                                    (Some((won, o)), _) => game_over_probabilities(won, o),
+                                    (None, LabelBy::Search { plies }) => {
+                                        with_scratch(|sc| s.evaluate(sc, b, plies))
+                                            .expect("the evaluator answers every board")
+                                    }
+                                    (None, LabelBy::Rollout { trials, seed, luck }) => {
+                                        rollout_label(
+                                            &engine,
+                                            variant,
+                                            b,
+                                            trials,
+                                            mix(seed ^ (first + k) as u64),
+                                            luck,
+                                        )
+                                    }
                                 };
                                 done.fetch_add(1, Ordering::Relaxed);
                                 bound_target(variant, b, target_of(&p))
@@ -228,6 +268,38 @@ pub fn label(
     });
     parts.sort_by_key(|p| p.0);
     parts.into_iter().flat_map(|p| p.1).collect()
+}
+
+/// An engine whose only static evaluator is `eval` (for the rollouts of [`label`]).
+fn rollout_engine(variant: Variant, eval: &Arc<dyn Evaluator>) -> Engine {
+    let mut evals: [Option<Arc<dyn Evaluator>>; 3] = [None, None, None];
+    evals[variant_index(variant)] = Some(eval.clone());
+    Engine::new(evals)
+}
+
+/// The rollout value of `board` (its mover to roll; game not over) for [`LabelBy::Rollout`].
+fn rollout_label(
+    engine: &Engine,
+    variant: Variant,
+    board: &Board,
+    trials: u32,
+    seed: u64,
+    luck: bool,
+) -> Probabilities {
+    let pos = board.to_position(variant, Side::White, Side::White);
+    let cfg = RolloutConfig {
+        plies: 0,
+        trials,
+        seed,
+        luck: if luck { Luck::Pruned } else { Luck::Off },
+        threads: 1,
+        ..RolloutConfig::default()
+    };
+    rollout(engine, &pos, None, &cfg, StopWhen::default(), &mut |_| {
+        ControlFlow::Continue(())
+    })
+    .expect("a rollout of a valid board with an evaluator answers")
+    .probabilities
 }
 
 /// Which positions a fit uses.
@@ -434,7 +506,8 @@ mod tests {
             &done,
         );
         let boards = &set.boards[..40];
-        let l1 = label(v, boards, &e, 1, 2, &done);
+        let by = LabelBy::Search { plies: 1 };
+        let l1 = label(v, boards, &e, by, 2, &done);
         let s = search(v, &*e);
         for (b, t) in boards.iter().zip(&l1) {
             let p = with_scratch(|sc| s.evaluate(sc, b, 1)).unwrap();
@@ -443,7 +516,59 @@ mod tests {
                 assert_eq!(t[1], 0.0, "R7: no mars once the opponent has borne off");
             }
         }
-        assert_eq!(label(v, boards, &e, 1, 1, &done), l1);
+        assert_eq!(label(v, boards, &e, by, 1, &done), l1);
+    }
+
+    #[test]
+    fn rollout_labels_are_rollout_means_within_the_rules() {
+        let v = Variant::Portes;
+        let e = random_net(v);
+        let done = AtomicUsize::new(0);
+        let set = self_play_positions(
+            v,
+            &e,
+            &GenConfig {
+                games: 1,
+                seed: 4,
+                epsilon: 0.0,
+                threads: 1,
+                max_turns: 500,
+                alternatives: 0,
+            },
+            &done,
+        );
+        // The mover's last checker on its 1 point, the opponent with none off: every
+        // roll bears it off and wins a mars (R7), so every trial says so.
+        let mut last = Board::EMPTY;
+        last.own[1] = 1;
+        last.own[OFF] = 14;
+        last.opp[20] = 15;
+        let mut boards = set.boards[..12].to_vec();
+        boards.push(last);
+        let by = |seed| LabelBy::Rollout {
+            trials: 4,
+            seed,
+            luck: false,
+        };
+        let one = label(v, &boards, &e, by(7), 1, &done);
+        assert_eq!(label(v, &boards, &e, by(7), 2, &done), one);
+        assert_ne!(label(v, &boards, &e, by(8), 2, &done), one);
+        assert_eq!(one[12], [1.0, 1.0, 0.0, 0.0]);
+        for (b, t) in boards.iter().zip(&one) {
+            assert_eq!(*t, bound_target(v, b, *t));
+            assert!(t.iter().all(|x| (0.0..=1.0).contains(x)), "{t:?}");
+            // Consistent probabilities: mars results within their side's results.
+            assert!(t[1] <= t[0] && t[2] <= 1.0 - t[0], "{t:?}");
+        }
+        // Luck-adjusted labels are rollout means too (a different estimate).
+        let luck = LabelBy::Rollout {
+            trials: 4,
+            seed: 7,
+            luck: true,
+        };
+        let adjusted = label(v, &boards, &e, luck, 2, &done);
+        assert_eq!(adjusted[12], [1.0, 1.0, 0.0, 0.0]);
+        assert_ne!(adjusted, one);
     }
 
     #[test]
@@ -479,7 +604,14 @@ mod tests {
             },
             &done,
         );
-        set.targets = label(v, &set.boards, &teacher, 0, 2, &done);
+        set.targets = label(
+            v,
+            &set.boards,
+            &teacher,
+            LabelBy::Search { plies: 0 },
+            2,
+            &done,
+        );
         let mut net = Net::new_random(v, InputSet::V2, 16, 5);
         let cfg = FitConfig {
             epochs: 8,
