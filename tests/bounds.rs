@@ -23,7 +23,7 @@ use tavli_engine::rules::{legal_plays, Dice, Outcome, Position, Side, Variant};
 use tavli_engine::train::heuristic::{Heuristic, RandomEvaluator};
 
 /// The issue's positions and a few more where a bound decides the answer.
-const FIXED: [&str; 12] = [
+const FIXED: [&str; 14] = [
     // Issue #9: Black has borne off one: White cannot win a mars (R7).
     "portes/w/6:3,5:3,4:3,3:2,2:2,1:2/bar:3,19:5,20:3,21:3,off:1",
     "portes/w/6:3,5:3,4:3,3:2,2:2,1:2/bar:2,19:5,20:4,21:3,off:1",
@@ -45,6 +45,12 @@ const FIXED: [&str; 12] = [
     // Starts.
     "portes/w/24:2,13:5,8:3,6:5/1:2,12:5,17:3,19:5",
     "plakoto/w/24:15/1:15",
+    // White's mother pinned; pinning Black's lone mother draws on 28 rolls of 36
+    // (R5.5; found by a tester: the 0-ply value was -1.95).
+    "plakoto/w/24:1p,7:1,6:13/24:1,1:1,20:13",
+    // White's last two checkers home, contact: the rolls with a 6 and the doubles
+    // 2-2 to 6-6 bear both off, a mars (15 of 36, R6, R7).
+    "portes/w/6:1,1:1,off:13/bar:1,19:14",
 ];
 
 // ------------------------------------------------------------ bounds, derived again
@@ -103,8 +109,43 @@ fn allowed(pos: &Position) -> Possible {
     }
 }
 
+/// Weights, in 36ths, of the rolls on which the side to move of `pos` can end the
+/// game at once, by its best such result: `[1-point win, 2-point win, draw]` (R7,
+/// R5.5; from the public legal plays). That play is the mover's best (a win now is
+/// worth the most the position allows; a draw ends a game the mover can no longer
+/// win), so each share is a lower bound of its result.
+fn ending_rolls(pos: &Position) -> [u32; 3] {
+    let mut w = [0; 3];
+    for dice in Dice::all_rolls() {
+        let best = legal_plays(pos, dice)
+            .unwrap()
+            .iter()
+            .filter_map(|p| p.outcome)
+            .map(|o| match (o.winner, o.points) {
+                (None, _) => 0,
+                (Some(_), 1) => 1,
+                (Some(_), _) => 2,
+            })
+            .max();
+        let k = match best {
+            Some(2) => 1,
+            Some(1) => 0,
+            Some(_) => 2,
+            None => continue,
+        };
+        w[k] += if dice.is_double() { 1 } else { 2 };
+    }
+    w
+}
+
 /// Every bound on `p`, the mover's probabilities in `pos` (whose game is not over).
 fn check(pos: &Position, p: &Probabilities, what: &str) {
+    let [single, mars, draw] = ending_rolls(pos).map(|n| n as f32 / 36.0 - 1e-6);
+    assert!(
+        p.win_mars >= mars && p.win - p.win_mars >= single - 1e-6 && p.draw >= draw,
+        "{what}: below the results of the rolls that end the game ({:?}): {p:?}",
+        ending_rolls(pos)
+    );
     let ok = allowed(pos);
     let lose = p.lose();
     for x in [p.win, p.win_mars, lose, p.lose_mars, p.draw] {
@@ -352,6 +393,23 @@ fn the_issue_examples_come_out_right() {
             (p.win, 0.0, 0.0),
             "{p:?}"
         );
+        // The tester's pending draw: 28 of 36 rolls pin Black's mother while White's
+        // is pinned (R5.5); every other result is a 2-point loss.
+        let pos = from_id(FIXED[12]).unwrap();
+        assert_eq!(ending_rolls(&pos), [0, 0, 28]);
+        let p = nets.evaluate(&pos, opts(plies)).unwrap().probabilities;
+        // At 0 ply the net's draw (0.03) is below the bound: exactly the 28 rolls; at
+        // 1 ply a little more (later draws after the other rolls).
+        assert!(p.draw >= 28.0 / 36.0 - 1e-6 && p.draw < 0.8, "{p:?}");
+        if plies == 0 {
+            assert!((p.draw - 28.0 / 36.0).abs() < 1e-6, "{p:?}");
+        }
+        assert_eq!((p.win, p.lose_mars), (0.0, p.lose()), "{p:?}");
+        // The bear-off: a mars on 15 rolls of 36 at least.
+        let pos = from_id(FIXED[13]).unwrap();
+        assert_eq!(ending_rolls(&pos), [0, 15, 0]);
+        let p = nets.evaluate(&pos, opts(plies)).unwrap().probabilities;
+        assert!(p.win_mars >= 15.0 / 36.0 - 1e-6, "{p:?}");
     }
 }
 
@@ -362,8 +420,9 @@ fn the_issue_examples_come_out_right() {
 type Kind = usize;
 
 /// One continuation of a board to the end (board level, for speed): random plays,
-/// except that a play that wins is taken when there is one (the assumption of
-/// `decided`); `None` after 3000 turns.
+/// except that a play that ends the game is taken when there is one, the best first
+/// (a 2-point win, a 1-point win, a draw: the assumption of `decided`); `None` after
+/// 3000 turns.
 fn play_on(variant: Variant, mut b: Board, rng: &mut ChaCha8Rng) -> Option<Kind> {
     let mut plays = Vec::new();
     let mut first_mover = true;
@@ -371,15 +430,16 @@ fn play_on(variant: Variant, mut b: Board, rng: &mut ChaCha8Rng) -> Option<Kind>
         let dice = Dice::new(rng.random_range(1..=6), rng.random_range(1..=6)).unwrap();
         plays.clear();
         generate(variant, &b, dice, &mut plays);
-        let win = plays
+        let ending = plays
             .iter()
             .filter_map(|p| match p.outcome {
                 Some(RelOutcome::Win { points, .. }) => Some((points, p)),
-                _ => None,
+                Some(RelOutcome::Draw) => Some((0, p)),
+                None => None,
             })
             .max_by_key(|w| w.0)
             .map(|w| *w.1);
-        let play = win.unwrap_or_else(|| plays[rng.random_range(0..plays.len())]);
+        let play = ending.unwrap_or_else(|| plays[rng.random_range(0..plays.len())]);
         match play.outcome {
             Some(RelOutcome::Draw) => return Some(4),
             Some(RelOutcome::Win { points, .. }) => {
@@ -450,6 +510,9 @@ fn what_the_sanity_step_rules_out_never_happens() {
                         if c.win_mars == 0.0 || c.win_mars == 1.0 {
                             assert_eq!(mars, c.win_mars == 1.0, "{id}: {kind} vs {c:?}");
                         }
+                    }
+                    if c.draw == 1.0 {
+                        assert_eq!(kind, 4, "{id}: {kind} vs {c:?}");
                     }
                     if c.lose() == 1.0 {
                         assert!(lose, "{id}: {kind} vs {c:?}");

@@ -37,12 +37,27 @@
 //!
 //! - A finished game (R9): its outcome.
 //! - The cases above where a single result is left.
-//! - The mover wins on this roll whatever the dice: its checkers are all home and free
-//!   with a pip count of at most 3, or (Plakoto, the opponent's mother pinned) it has
-//!   at most two checkers left on its start point, and every one of the 21 rolls has a
-//!   legal play that wins (found with the move generator, R3). The result is exact,
-//!   assuming the mover takes a winning play when it has one (a game-ending win is
-//!   worth the most points the position allows, so every player of this engine does).
+//! - Every one of the 21 rolls ends the game at once ([`ending_rolls`]).
+//!
+//! # Rolls that end the game ([`ending_rolls`])
+//!
+//! On some rolls the mover may have a play that ends the game at once: bearing off
+//! its last checkers (R7), and in Plakoto pinning the opponent's lone mother when its
+//! own start point is empty (2 points) or its own mother is pinned (a draw), or moving
+//! its last checker off its start point while the opponent's mother is pinned (2
+//! points, R5.5). Such a play is always the mover's best: a win now is worth the most
+//! the position allows (once the opponent has borne off, or has no checker left on its
+//! start point, no later win can be worth 2 either), and the draw comes only when the
+//! mover's own mother is pinned, where it cannot win at all. So each such roll's
+//! result is known exactly, found with the move generator (R3: the maximum-dice rule
+//! may forbid the ending play). When every roll ends the game the result is certain;
+//! otherwise those rolls give lower bounds (a 2-point win on rolls of weight `a` means
+//! `win_mars >= a/36`), and the evaluator's estimate is moved onto them
+//! ([`bound_by_ending`]): the known share of each result, plus the rest of the
+//! evaluator's distribution beyond it, rescaled. An estimate within the bounds is kept
+//! as it is. Only boards where such a play may exist (cheap checks on the checkers
+//! left, the mothers and the points that reach the opponent's mother) pay for the move
+//! generations, and then only for the rolls that could reach.
 //!
 //! # The projection ([`project`])
 //!
@@ -55,10 +70,15 @@
 //! the bounds this implies (at most +1 when no 2-point win is possible, at least −1
 //! when no 2-point loss is). Exact values stay exact: a certain result is exactly 1.
 //!
-//! Cost (callgrind, 20,000 positions after a play in random games): about 650
-//! instructions per evaluation in Portes, 7 % of a net evaluation, and 1,350 in
-//! Plakoto (17 %), most of it the 21 move generations of the positions where the
-//! mover may finish this turn, which random play reaches often.
+//! Cost (callgrind, 20,000 positions after a play in random games, before the rolls
+//! that end the game were bounded): about 650 instructions per evaluation in Portes,
+//! 7 % of a net evaluation, and 1,350 in Plakoto (17 %), most of it the 21 move
+//! generations of the positions where the mover may finish this turn, which random
+//! play reaches often. The bounds of the rolls that end the game added 0.9 % to the
+//! instructions of 20 Portes games of the committed net against itself (`strength
+//! --games 20 --threads 1` under callgrind) and 9 % to 20 Plakoto games: the net's
+//! 2-point wins are often below the rolls that may pin a lone mother, and then the
+//! rolls are generated.
 
 use super::{Evaluator, Probabilities};
 use crate::rules::board::{Board, RelOutcome, BAR, OFF};
@@ -200,10 +220,11 @@ pub fn decided(variant: Variant, b: &Board) -> Option<Probabilities> {
     decided_or_possible(variant, b).ok()
 }
 
-/// [`decided`]'s exact probabilities as `Ok`, or else the [`possible_outcomes`] it
-/// computed on the way as `Err` (so that [`sanitize`] does not compute them again).
+/// [`decided`]'s exact probabilities as `Ok`, or else the [`possible_outcomes`] and
+/// what it found of the rolls that end the game as `Err` (so that [`sanitize`] does
+/// not compute them again).
 #[inline]
-fn decided_or_possible(variant: Variant, b: &Board) -> Result<Probabilities, Possible> {
+fn decided_or_possible(variant: Variant, b: &Board) -> Result<Probabilities, (Possible, Ending)> {
     // Only a board with 15 off or a pinned mother can be over (R9): the full check
     // (which mirrors the board) only then.
     let may_be_over = b.own[OFF] >= CHECKERS
@@ -231,61 +252,273 @@ fn decided_or_possible(variant: Variant, b: &Board) -> Result<Probabilities, Pos
         }
         _ => {}
     }
-    if may_finish_this_turn(variant, b) {
-        if let Some(exact) = wins_on_every_roll(variant, b) {
-            return Ok(exact);
+    // Every roll may end the game: the exact rolls (a certain result when they all
+    // do). Otherwise [`sanitize`] finds them only when the estimate may be below them.
+    let c = candidates(variant, b);
+    if c.rolls == ALL_ROLLS {
+        let end = ending_rolls_of(variant, b, c.rolls);
+        if end.total() == 36 {
+            return Ok(end.exact());
         }
+        return Err((ok, Ending::Found(end)));
     }
-    Err(ok)
+    Err((ok, Ending::Candidates(c)))
 }
 
-/// Cheap test for the positions where the mover might win on every roll: all its
-/// checkers home and free with a pip count of at most 3 (each die takes at most its
-/// own number of pips, and 2-1 has 3), or (Plakoto, the opponent's mother pinned) at
-/// most two checkers left on its start point (2-1 moves at most two).
-#[inline]
-fn may_finish_this_turn(variant: Variant, b: &Board) -> bool {
-    if b.own[OFF] + 3 >= CHECKERS
-        && b.own_pinned == 0
-        && b.own[BAR] == 0
-        && b.own[7..=24].iter().all(|&n| n == 0)
-        && (1..=6).map(|i| i * b.own[i] as usize).sum::<usize>() <= 3
-    {
-        return true;
+/// Bits 0..21: all the rolls.
+const ALL_ROLLS: u32 = (1 << 21) - 1;
+
+/// What [`decided_or_possible`] learnt of the rolls that end the game.
+#[derive(Clone, Copy, Debug)]
+enum Ending {
+    /// The exact rolls.
+    Found(EndingRolls),
+    /// The superset of cheap checks.
+    Candidates(Candidates),
+}
+
+/// Weights, in 36ths, of the rolls on which the mover's best play ends the game at
+/// once, by result (module documentation, "Rolls that end the game").
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EndingRolls {
+    /// Rolls that win 2 points (a mars, R7, or a mother win, R5.5).
+    pub win_mars: u8,
+    /// Rolls that win 1 point.
+    pub win_single: u8,
+    /// Rolls that draw (Plakoto: the mover's mother pinned, it pins the other, R5.5).
+    pub draw: u8,
+}
+
+impl EndingRolls {
+    /// Weight of all the ending rolls, in 36ths (at most 36).
+    pub fn total(&self) -> u32 {
+        self.win_mars as u32 + self.win_single as u32 + self.draw as u32
     }
-    variant == Variant::Plakoto && opp_mother_pinned(b) && (1..=2).contains(&b.own[24])
+
+    /// The probabilities when every roll ends the game (`total() == 36`).
+    fn exact(&self) -> Probabilities {
+        Probabilities {
+            win: (self.win_mars + self.win_single) as f32 / 36.0, // at most 36: no overflow
+            win_mars: self.win_mars as f32 / 36.0,
+            lose_mars: 0.0,
+            draw: self.draw as f32 / 36.0,
+        }
+    }
+
+    /// Whether `p` gives each result at least its ending rolls' share.
+    pub fn admits(&self, p: &Probabilities) -> bool {
+        let at_least = |x: f32, n: u8| x >= n as f32 / 36.0 - 1e-6;
+        at_least(p.win_mars, self.win_mars)
+            && at_least(p.win - p.win_mars, self.win_single)
+            && at_least(p.draw, self.draw)
+    }
+}
+
+/// The rolls on which a play of the mover may end the game, as found by cheap checks
+/// (a superset of the rolls that do), and the results it may give there.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Candidates {
+    /// Bit `k`: `Dice::all_rolls()[k]`.
+    rolls: u32,
+    /// Results the ending plays may give: a 2-point win, a 1-point win, a draw.
+    win_mars: bool,
+    win_single: bool,
+    draw: bool,
+}
+
+impl Candidates {
+    /// Whether `p` may be below a bound of the rolls (else [`bound_by_ending`] would
+    /// keep it whatever the exact rolls are, and they need not be found).
+    fn may_bind(&self, p: &Probabilities) -> bool {
+        let w = weight36(self.rolls) as f32 / 36.0;
+        (self.win_mars && p.win_mars < w)
+            || (self.win_single && p.win - p.win_mars < w)
+            || (self.draw && p.draw < w)
+    }
+}
+
+/// The rolls on which a play of the mover may end the game (a superset, from cheap
+/// checks; see the module documentation, "Rolls that end the game"):
+/// - bearing off its last checkers (R6, R7): all of them home and free, at most two
+///   left for a non-double and four for a double (one per die), and the dice's pips
+///   at least their pip count;
+/// - Plakoto, the opponent's mother pinned: moving the last checkers off the start
+///   point (R5.5), at most two or four of them;
+/// - Plakoto, the opponent's lone free mother on own 1: pinning it (R5.5) with one
+///   checker through open points (R5.3: the landings of a double's steps, one of the
+///   two ways of a non-double), a draw when the mover's own mother is pinned, else a
+///   2-point win when its start point is empty by the end of the move (the other die
+///   may move one checker off it first, a double three).
+#[inline]
+fn candidates(variant: Variant, b: &Board) -> Candidates {
+    let mut c = Candidates::default();
+    let for_rolls = |c: &mut Candidates, ok: &dyn Fn(u32, u32) -> bool| {
+        for (k, roll) in Dice::all_rolls().into_iter().enumerate() {
+            if ok(roll.high() as u32, roll.low() as u32) {
+                c.rolls |= 1 << k;
+            }
+        }
+    };
+    let left = CHECKERS.saturating_sub(b.own[OFF]) as u32;
+    if left <= 4 && b.own_pinned == 0 && b.own[BAR] == 0 && b.own[7..=24].iter().all(|&n| n == 0) {
+        let pips: u32 = (1..=6).map(|i| i as u32 * b.own[i] as u32).sum();
+        for_rolls(&mut c, &|h, l| {
+            if h == l {
+                4 * h >= pips
+            } else {
+                left <= 2 && h + l >= pips
+            }
+        });
+        if b.opp[OFF] == 0 {
+            c.win_mars = true;
+        } else {
+            c.win_single = true;
+        }
+    }
+    if variant != Variant::Plakoto {
+        return c;
+    }
+    if opp_mother_pinned(b) && (1..=4).contains(&b.own[24]) {
+        let n = b.own[24] as u32;
+        for_rolls(&mut c, &|h, l| n <= if h == l { 4 } else { 2 });
+        c.win_mars = true;
+    }
+    let lone_mother = b.opp[1] == 1 && (b.opp_pinned | b.own_pinned) & 2 == 0;
+    let draw = own_mother_pinned(b);
+    if lone_mother && (draw || b.own[24] <= 3) {
+        let free = (2..=23).fold(0u32, |m, i| m | ((b.own[i] > 0) as u32) << i);
+        let open = !super::features::closed_to_own(variant, b);
+        let at = |p: u32| p <= 24 && open >> p & 1 == 1;
+        let has = |p: u32| p <= 24 && free >> p & 1 == 1;
+        let before = c.rolls;
+        for_rolls(&mut c, &|h, l| {
+            if h == l {
+                // n steps from 1 + n h, landing on 1 + j h (j < n) on the way.
+                let mut path_open = true;
+                let mut reach = false;
+                for n in 1..=4 {
+                    reach |= path_open && has(1 + n * h);
+                    path_open &= at(1 + n * h);
+                }
+                reach && (draw || b.own[24] <= 3)
+            } else {
+                let two = has(1 + h + l) && (at(1 + h) || at(1 + l));
+                (has(1 + h) || has(1 + l) || two) && (draw || b.own[24] <= 1)
+            }
+        });
+        if c.rolls != before {
+            if draw {
+                c.draw = true;
+            } else {
+                c.win_mars = true;
+            }
+        }
+    }
+    c
 }
 
 thread_local! {
     static PLAYS: RefCell<Vec<Board>> = RefCell::new(Vec::with_capacity(64));
 }
 
-/// `Some(exact probabilities)` when every roll has a winning play for the mover.
-fn wins_on_every_roll(variant: Variant, b: &Board) -> Option<Probabilities> {
+/// The rolls on which the mover's best play ends the game at once, by result (module
+/// documentation, "Rolls that end the game"), found with the move generator (R3).
+#[inline]
+pub fn ending_rolls(variant: Variant, b: &Board) -> EndingRolls {
+    match candidates(variant, b).rolls {
+        0 => EndingRolls::default(),
+        mask => ending_rolls_of(variant, b, mask),
+    }
+}
+
+/// The weight, in 36ths, of the rolls of `mask`.
+fn weight36(mask: u32) -> u32 {
+    Dice::all_rolls()
+        .into_iter()
+        .enumerate()
+        .filter(|(k, _)| mask >> k & 1 == 1)
+        .map(|(_, d)| if d.is_double() { 1 } else { 2 })
+        .sum()
+}
+
+/// [`ending_rolls`] over the rolls of `mask` (bit `k`: `Dice::all_rolls()[k]`).
+#[inline(never)]
+fn ending_rolls_of(variant: Variant, b: &Board, mask: u32) -> EndingRolls {
+    let mut end = EndingRolls::default();
     PLAYS.with(|plays| {
         let mut plays = plays.borrow_mut();
-        // Weight of the 2-point wins in 36ths, exact.
-        let mut mars36 = 0u32;
-        for roll in Dice::all_rolls() {
+        for (k, roll) in Dice::all_rolls().into_iter().enumerate() {
+            if mask >> k & 1 == 0 {
+                continue;
+            }
             plays.clear();
             generate_positions(variant, b, roll, &mut plays);
+            // The best ending: a 2-point win, a 1-point win, a draw (rank 3, 2, 1).
             let best = plays
                 .iter()
-                .filter_map(|p| match play_outcome(variant, p) {
-                    Some(RelOutcome::Win { points, .. }) => Some(points),
-                    _ => None,
+                .map(|p| match play_outcome(variant, p) {
+                    Some(RelOutcome::Win { points, .. }) if points >= 2 => 3,
+                    Some(RelOutcome::Win { .. }) => 2,
+                    Some(RelOutcome::Draw) => 1,
+                    None => 0,
                 })
-                .max()?;
-            if best >= 2 {
-                mars36 += if roll.is_double() { 1 } else { 2 };
+                .max()
+                .unwrap_or(0);
+            let w = if roll.is_double() { 1 } else { 2 };
+            match best {
+                3 => end.win_mars += w,
+                2 => end.win_single += w,
+                1 => end.draw += w,
+                _ => {}
             }
         }
-        Some(Probabilities {
-            win: 1.0,
-            win_mars: mars36 as f32 / 36.0,
-            ..Probabilities::default()
-        })
-    })
+    });
+    end
+}
+
+/// `p` (consistent, within the rules' bounds) moved onto the lower bounds of `end`
+/// (module documentation, "Rolls that end the game"): unchanged when it already gives
+/// each result at least its share; else the known shares plus the rest of `p`'s
+/// distribution beyond them, rescaled to the weight of the other rolls.
+#[inline(never)]
+pub fn bound_by_ending(p: Probabilities, end: &EndingRolls, ok: &Possible) -> Probabilities {
+    if end.total() == 0 || end.admits(&p) {
+        return p;
+    }
+    let lose = p.lose();
+    // The five results: win 1, win 2, draw, lose 1, lose 2.
+    let m = [
+        p.win - p.win_mars,
+        p.win_mars,
+        p.draw,
+        lose - p.lose_mars,
+        p.lose_mars,
+    ];
+    let known = [
+        end.win_single as f32 / 36.0,
+        end.win_mars as f32 / 36.0,
+        end.draw as f32 / 36.0,
+        0.0,
+        0.0,
+    ];
+    let rest = 1.0 - end.total() as f32 / 36.0;
+    let extra: [f32; 5] = std::array::from_fn(|k| (m[k] - known[k]).max(0.0));
+    let s: f32 = extra.iter().sum();
+    let q: [f32; 5] = std::array::from_fn(|k| {
+        // Nothing beyond the known shares (then `p` put all its mass on them): the
+        // other rolls as `p` says.
+        let share = if s > 0.0 { extra[k] / s } else { m[k].max(0.0) };
+        known[k] + rest * share
+    });
+    project(
+        Probabilities {
+            win: q[0] + q[1],
+            win_mars: q[1],
+            lose_mars: q[4],
+            draw: q[2],
+        },
+        ok,
+    )
 }
 
 /// A value in `[0, 1]`; NaN counts as 0.
@@ -366,12 +599,23 @@ pub fn project(p: Probabilities, ok: &Possible) -> Probabilities {
 
 /// The sanity step: `p` (an evaluator's output for the mover of `board`, its game not
 /// over) with every rule-implied bound applied: the exact result where the rules
-/// decide it ([`decided`]), else [`project`] onto [`possible_outcomes`].
+/// decide it ([`decided`]), else [`project`] onto [`possible_outcomes`], then
+/// [`bound_by_ending`] onto the results of the rolls that end the game at once.
 #[inline]
 pub fn sanitize(variant: Variant, board: &Board, p: Probabilities) -> Probabilities {
     match decided_or_possible(variant, board) {
         Ok(exact) => exact,
-        Err(ok) => project(p, &ok),
+        Err((ok, Ending::Found(end))) => bound_by_ending(project(p, &ok), &end, &ok),
+        Err((ok, Ending::Candidates(c))) => {
+            let q = project(p, &ok);
+            // The exact rolls only when the estimate is below what the candidate rolls
+            // could give (so the move generations are rare).
+            if c.rolls != 0 && c.may_bind(&q) {
+                bound_by_ending(q, &ending_rolls_of(variant, board, c.rolls), &ok)
+            } else {
+                q
+            }
+        }
     }
 }
 
@@ -511,6 +755,49 @@ mod tests {
         // Black's mother pinned and Black has no free checker: a certain 2-point win.
         let (v, b) = board("plakoto/w/24:5,1:10/1:1p,off:14");
         assert_eq!(decided(v, &b), Some(p(1.0, 1.0, 0.0, 0.0)));
+    }
+
+    #[test]
+    fn rolls_that_end_the_game_bound_the_estimate() {
+        // White's mother pinned (R5.5): pinning Black's lone mother on White's 1 draws.
+        // From 7 with a 6, from 6 with a 5, 4-2 (7/3/1), 4-1 (6/2/1), 3-2 (6/3/1), 6-6,
+        // 5-5, 3-3 (7/4/1) and 2-2 (7/5/3/1): 24 + 4 = 28 of 36.
+        let (v, b) = board("plakoto/w/24:1p,7:1,6:13/24:1,1:1,20:13");
+        let end = ending_rolls(v, &b);
+        assert_eq!(
+            end,
+            EndingRolls {
+                win_mars: 0,
+                win_single: 0,
+                draw: 28
+            }
+        );
+        // The net said a draw of 0.03: the draw is now the 28 rolls, the rest of the
+        // estimate (2-point losses) shares the other 8.
+        let s = sanitize(v, &b, p(0.0, 0.0, 0.97, 0.03));
+        assert_eq!(s, p(0.0, 0.0, 1.0 - 28.0 / 36.0, 28.0 / 36.0));
+        // An estimate already within the bounds is kept as the projection leaves it.
+        let within = p(0.0, 0.0, 0.1, 0.9);
+        let projected = project(within, &possible_outcomes(v, &b));
+        assert_eq!(sanitize(v, &b, within), projected);
+        assert_eq!(bound_by_ending(projected, &end, &Possible::ANY), projected);
+        // Black's mother alone, White's start empty: the same rolls win 2 (R5.5),
+        // except 6-5: with every White checker home after 7/2, 7/2 6/off plays both
+        // dice where 7/1 plays one (R3, RULES.md's own example): 26 of 36.
+        let (v, b) = board("plakoto/w/7:1,6:13,off:1/1:1,20:14");
+        let end = ending_rolls(v, &b);
+        assert_eq!((end.win_mars, end.win_single, end.draw), (26, 0, 0));
+        let s = sanitize(v, &b, p(0.5, 0.1, 0.2, 0.0));
+        assert!((s.win_mars - 26.0 / 36.0).abs() < 1e-6, "{s:?}");
+        assert!(s.win >= s.win_mars && s.lose_mars <= s.lose(), "{s:?}");
+        // Portes: the last two checkers on 6 and 1, Black none off: a 6 or a double
+        // from 2-2 up bears both off for a mars; nothing else ends the game.
+        let (v, b) = board("portes/w/6:1,1:1,off:13/bar:1,19:14");
+        let end = ending_rolls(v, &b);
+        assert_eq!((end.win_mars, end.win_single, end.draw), (15, 0, 0));
+        // Far from the end: no move generation at all.
+        let (v, b) = board("portes/w/24:2,13:5,8:3,6:5/1:2,12:5,17:3,19:5");
+        assert_eq!(candidates(v, &b), Candidates::default());
     }
 
     #[test]
