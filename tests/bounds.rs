@@ -154,7 +154,10 @@ fn check(pos: &Position, p: &Probabilities, what: &str) {
     // Up to rounding: the ranked plays' values are checked flipped (below), and
     // `lose()` of a flipped value is `1 - (1 - win - draw) - draw`.
     assert!(p.win_mars <= p.win + 1e-6, "{what}: win_mars > win: {p:?}");
-    assert!(p.lose_mars <= lose + 1e-6, "{what}: lose_mars > lose: {p:?}");
+    assert!(
+        p.lose_mars <= lose + 1e-6,
+        "{what}: lose_mars > lose: {p:?}"
+    );
     assert!(
         (p.win + lose + p.draw - 1.0).abs() <= 1e-6,
         "{what}: sum {p:?}"
