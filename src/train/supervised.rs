@@ -487,24 +487,31 @@ mod tests {
         assert_eq!(one.boards[0], super::super::td::start_board(v));
     }
 
+    /// Positions of `games` greedy self-play games (no random plays).
+    fn greedy_positions(
+        v: Variant,
+        e: &Arc<dyn Evaluator>,
+        games: u64,
+        seed: u64,
+        alternatives: usize,
+    ) -> DataSet {
+        let cfg = GenConfig {
+            games,
+            seed,
+            epsilon: 0.0,
+            threads: 1,
+            max_turns: 500,
+            alternatives,
+        };
+        self_play_positions(v, e, &cfg, &AtomicUsize::new(0))
+    }
+
     #[test]
     fn labels_are_the_search_values_within_the_rules() {
         let v = Variant::Portes;
         let e = random_net(v);
         let done = AtomicUsize::new(0);
-        let set = self_play_positions(
-            v,
-            &e,
-            &GenConfig {
-                games: 2,
-                seed: 1,
-                epsilon: 0.0,
-                threads: 1,
-                max_turns: 500,
-                alternatives: 2,
-            },
-            &done,
-        );
+        let set = greedy_positions(v, &e, 2, 1, 2);
         let boards = &set.boards[..40];
         let by = LabelBy::Search { plies: 1 };
         let l1 = label(v, boards, &e, by, 2, &done);
@@ -524,19 +531,7 @@ mod tests {
         let v = Variant::Portes;
         let e = random_net(v);
         let done = AtomicUsize::new(0);
-        let set = self_play_positions(
-            v,
-            &e,
-            &GenConfig {
-                games: 1,
-                seed: 4,
-                epsilon: 0.0,
-                threads: 1,
-                max_turns: 500,
-                alternatives: 0,
-            },
-            &done,
-        );
+        let set = greedy_positions(v, &e, 1, 4, 0);
         // The mover's last checker on its 1 point, the opponent with none off: every
         // roll bears it off and wins a mars (R7), so every trial says so.
         let mut last = Board::EMPTY;
