@@ -431,14 +431,21 @@ pub fn ending_rolls(variant: Variant, b: &Board) -> EndingRolls {
     }
 }
 
-/// The weight, in 36ths, of the rolls of `mask`.
+/// The doubles among the bits of `Dice::all_rolls()` (its order: `a-b` with `b <= a`,
+/// `a` from 1 to 6, so `a-a` is entry `a (a + 1) / 2 - 1`).
+const DOUBLES: u32 = {
+    let mut m = 0;
+    let mut a = 1;
+    while a <= 6 {
+        m |= 1 << (a * (a + 1) / 2 - 1);
+        a += 1;
+    }
+    m
+};
+
+/// The weight, in 36ths, of the rolls of `mask` (a double 1, another roll 2).
 fn weight36(mask: u32) -> u32 {
-    Dice::all_rolls()
-        .into_iter()
-        .enumerate()
-        .filter(|(k, _)| mask >> k & 1 == 1)
-        .map(|(_, d)| if d.is_double() { 1 } else { 2 })
-        .sum()
+    2 * mask.count_ones() - (mask & DOUBLES).count_ones()
 }
 
 /// [`ending_rolls`] over the rolls of `mask` (bit `k`: `Dice::all_rolls()[k]`).
@@ -791,10 +798,15 @@ mod tests {
         assert!((s.win_mars - 26.0 / 36.0).abs() < 1e-6, "{s:?}");
         assert!(s.win >= s.win_mars && s.lose_mars <= s.lose(), "{s:?}");
         // Portes: the last two checkers on 6 and 1, Black none off: a 6 or a double
-        // from 2-2 up bears both off for a mars; nothing else ends the game.
+        // from 2-2 up bears both off (R6) for a mars (R7); nothing else ends the game.
         let (v, b) = board("portes/w/6:1,1:1,off:13/bar:1,19:14");
         let end = ending_rolls(v, &b);
         assert_eq!((end.win_mars, end.win_single, end.draw), (15, 0, 0));
+        // The weights of the rolls: every double 1, every other roll 2.
+        for (k, d) in Dice::all_rolls().into_iter().enumerate() {
+            assert_eq!(weight36(1 << k), if d.is_double() { 1 } else { 2 }, "{d}");
+        }
+        assert_eq!(weight36(ALL_ROLLS), 36);
         // Far from the end: no move generation at all.
         let (v, b) = board("portes/w/24:2,13:5,8:3,6:5/1:2,12:5,17:3,19:5");
         assert_eq!(candidates(v, &b), Candidates::default());
