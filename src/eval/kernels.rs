@@ -290,12 +290,12 @@ unsafe fn block128_avx2(
     }
 }
 
-/// Whether the CPU has AVX-512F (checked once; [`block128_avx512`]).
+/// Whether the CPU has AVX-512F ([`block128_avx512`]; std caches the answer, as for
+/// [`avx2`]).
 #[cfg(target_arch = "x86_64")]
 #[inline]
 fn has_avx512f() -> bool {
-    static AVX512F: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *AVX512F.get_or_init(|| std::arch::is_x86_feature_detected!("avx512f"))
+    std::arch::is_x86_feature_detected!("avx512f")
 }
 
 /// [`block128_avx2`] with AVX-512F: the 128 hidden sums are eight 16-float vectors,
