@@ -305,7 +305,7 @@ async fn case6_shutdown_cancels_running_searches() {
         .map(|_| {
             let mut c = c.clone();
             // Searches that outlast the drain of 1 s, however the work is scheduled.
-            tokio::spawn(async move { c.evaluate(evaluate_request(PLAKOTO_SPREAD, 3, 3, 2)).await })
+            tokio::spawn(async move { c.evaluate(evaluate_request(PORTES_SPREAD, 2, 1, 2)).await })
         })
         .collect();
     tokio::time::sleep(Duration::from_millis(300)).await;

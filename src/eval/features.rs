@@ -488,6 +488,40 @@ pub(crate) fn side_features_inline<const AVX2: bool>(
     b: &Board,
     out: &mut [f32; SIDE_FEATURES],
 ) {
+    let counts = side_counts_inline::<AVX2>(variant, b);
+    // Each feature is a count over its scale; as one loop of conversions and
+    // divisions (vectorised, the same bits as one at a time: the counts are exact in
+    // f32 and each division is rounded once).
+    let scale = feature_scales(variant);
+    for ((o, &c), &s) in out.iter_mut().zip(&counts).zip(&scale) {
+        *o = c as f32 / s;
+    }
+}
+
+/// The scale of each feature of [`side_features`]: feature `k` is
+/// `side_counts_inline(..)[k] as f32 / feature_scales(variant)[k]`.
+#[inline(always)]
+pub(crate) fn feature_scales(variant: Variant) -> [f32; SIDE_FEATURES] {
+    let mut scale = SCALES;
+    scale[0] = start_pips(variant);
+    scale
+}
+
+/// The largest count of each feature on a valid board (at most 15 checkers a side),
+/// by the table of [`side_features`]: 15 × 25 pips; 25 for the rear point; 36 rolls;
+/// runs and quarters of 6; 15 checkers outside home, 15 × 19 pips to bring them home;
+/// 24 points; 15 × 25 pips behind; 36 × 24 pips of hits; 15 × 36 × 19 for the
+/// mobility. The integer first layer ([`super::net`]) sizes its fixed point from them.
+pub(crate) const FEATURE_MAX: [u32; SIDE_FEATURES] = [
+    375, 25, 36, 6, 36, 36, 15, 285, 24, 6, 375, 6, 24, 1, 36, 16, 864, 36, 10_260, 6,
+];
+
+/// The integer counts of [`side_features`] (the features before their scales).
+#[inline(always)]
+pub(crate) fn side_counts_inline<const AVX2: bool>(
+    variant: Variant,
+    b: &Board,
+) -> [i32; SIDE_FEATURES] {
     let m = masks(variant, b);
     let open = !m.closed_to_own & POINTS_MASK;
     // Break contact: own checkers behind the opponent's rearmost checker, which is at
@@ -551,10 +585,7 @@ pub(crate) fn side_features_inline<const AVX2: bool>(
     let entry_closed = (m.closed_to_own >> 19 & 0x3f).count_ones();
     let pinned = (b.own_pinned & POINTS_MASK).count_ones();
     let mother_alone = variant == Variant::Plakoto && b.own[24] == 1 && b.own_pinned >> 24 & 1 == 0;
-    // Each feature is a count over its scale; as one loop of conversions and
-    // divisions (vectorised, the same bits as one at a time: the counts are exact in
-    // f32 and each division is rounded once).
-    let counts: [i32; SIDE_FEATURES] = [
+    [
         sums.pips as i32,
         rear as i32,
         esc as i32,
@@ -575,12 +606,7 @@ pub(crate) fn side_features_inline<const AVX2: bool>(
         worst as i32,
         mobility as i32,
         anchor as i32,
-    ];
-    let mut scale = SCALES;
-    scale[0] = start_pips(variant);
-    for ((o, &c), &s) in out.iter_mut().zip(&counts).zip(&scale) {
-        *o = c as f32 / s;
-    }
+    ]
 }
 
 /// The scale of each feature of [`side_features`] (feature 0's is the variant's
@@ -778,7 +804,7 @@ pub fn has_contact(variant: Variant, b: &Board) -> bool {
 mod reference;
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::rules::movegen::generate;
     use crate::rules::position_id::from_id;
@@ -927,7 +953,10 @@ mod tests {
     /// Boards of seeded random play of `variant` from the start: every board that a
     /// play of the visited positions leads to, from the opponent's view (what the
     /// evaluator sees when it ranks plays), until `n` boards.
-    fn random_play_boards(variant: Variant, seed: u64, n: usize) -> Vec<Board> {
+    /// At least `n` boards from random play of `variant` (from `seed`): every play of
+    /// each roll that does not end the game, as the next mover sees it, in generation
+    /// order (so the plays of one roll follow each other).
+    pub(crate) fn random_play_boards(variant: Variant, seed: u64, n: usize) -> Vec<Board> {
         use rand::{Rng, SeedableRng};
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
         let mut out = Vec::with_capacity(n + 64);

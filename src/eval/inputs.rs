@@ -35,7 +35,7 @@
 
 #[cfg(test)]
 use super::features::side_features;
-use super::features::{side_features_inline, SIDE_FEATURES};
+use super::features::{side_counts_inline, side_features_inline, SIDE_FEATURES};
 use crate::rules::board::{below_mask, flip_index, Board, BAR, OFF};
 use crate::rules::Variant;
 
@@ -393,6 +393,189 @@ pub fn encode_dense_set(
     }
 }
 
+/// Dense integer counts of the inputs, for the integer first layer
+/// ([`super::net::Net::eval_raw`]): input `j`'s value (what [`InputSet::encode`]
+/// gives) is `counts[j] as f32 / scales[j]` ([`InputSet::scales`]); entries from
+/// `set.count(variant)` on are zero.
+pub type Counts = [i16; MAX_INPUTS];
+
+/// The four unary units of a count 0..=15 as counts (the fourth, `(c - 3) / 2`, as
+/// `c - 3` over the scale 2).
+const UNARY_COUNTS: [[i16; 4]; 16] = {
+    let mut t = [[0i16; 4]; 16];
+    let mut c = 1;
+    while c < 16 {
+        t[c][0] = 1;
+        if c >= 2 {
+            t[c][1] = 1;
+        }
+        if c >= 3 {
+            t[c][2] = 1;
+        }
+        if c >= 4 {
+            t[c][3] = c as i16 - 3;
+        }
+        c += 1;
+    }
+    t
+};
+
+impl InputSet {
+    /// The scale of each input of `variant`: input `j`'s value is an integer count
+    /// over `scales[j]` (1 for the unary and binary units, 2 for the fourth unary
+    /// unit, 15 for the borne-off counts, the feature scales of
+    /// [`super::features::side_features`]). `count(variant)` entries.
+    pub fn scales(self, variant: Variant) -> Vec<f32> {
+        self.table(variant, [1.0, 1.0, 1.0, 2.0], [15.0, 15.0, 1.0, 1.0], |k| {
+            super::features::feature_scales(variant)[k]
+        })
+    }
+
+    /// The largest count of each input of `variant` on a valid board (at most 15
+    /// checkers a side): 1 for the units, 12 for the fourth unary unit, 15 for the
+    /// borne-off counts, [`super::features::FEATURE_MAX`] for the features.
+    pub fn max_counts(self, variant: Variant) -> Vec<f32> {
+        self.table(
+            variant,
+            [1.0, 1.0, 1.0, 12.0],
+            [15.0, 15.0, 1.0, 1.0],
+            |k| super::features::FEATURE_MAX[k] as f32,
+        )
+    }
+
+    /// The side whose checkers input `j` of `variant` counts, for the inputs whose
+    /// counts add up to at most that side's 15 checkers: `Some(0)` for the mover's
+    /// unary point units (and bar units, Portes; pinned checkers, Plakoto), `Some(1)`
+    /// for the opponent's; `None` for the others (borne-off inputs, flags,
+    /// features). A point of `c` checkers has unary counts adding up to `c` (1, 1, 1,
+    /// `c − 3`).
+    pub fn checker_side(self, variant: Variant, j: usize) -> Option<usize> {
+        let b = POINT_INPUTS;
+        match (variant, j) {
+            (_, j) if j < b => Some(j % 8 / 4),
+            (Variant::Portes, j) if j < b + 8 => Some((j - b) / 4),
+            (Variant::Plakoto, j) if j < b + 48 => Some((j - b) / 24),
+            _ => None,
+        }
+    }
+
+    /// A per-input table: `unary` for each block of four unary units, `off` for the
+    /// four borne-off inputs, 1 for the other units, `feature(k)` for feature `k` of
+    /// either side.
+    fn table(
+        self,
+        variant: Variant,
+        unary: [f32; 4],
+        off: [f32; 4],
+        feature: impl Fn(usize) -> f32,
+    ) -> Vec<f32> {
+        let mut t = vec![1.0f32; self.count(variant)];
+        for block in t[..POINT_INPUTS].chunks_exact_mut(4) {
+            block.copy_from_slice(&unary);
+        }
+        let b = POINT_INPUTS;
+        let off_at = match variant {
+            Variant::Portes => {
+                t[b..b + 4].copy_from_slice(&unary);
+                t[b + 4..b + 8].copy_from_slice(&unary);
+                b + 8
+            }
+            Variant::Plakoto => b + 48,
+            Variant::Fevga => b,
+        };
+        t[off_at..off_at + 4].copy_from_slice(&off);
+        let n = num_inputs(variant);
+        for k in 0..self.features() {
+            t[n + k] = feature(k);
+            t[n + SIDE_FEATURES + k] = feature(k);
+        }
+        t
+    }
+
+    /// Encodes `board` (the mover's view, game not over) as [`Counts`].
+    #[inline]
+    pub fn encode_counts(self, variant: Variant, board: &Board, out: &mut Counts) {
+        #[cfg(target_arch = "x86_64")]
+        if super::net::has_avx2() {
+            // SAFETY: the CPU supports AVX2, POPCNT, LZCNT and BMI1 (checked by
+            // `has_avx2`).
+            unsafe { encode_counts_fast(self, variant, board, out) };
+            return;
+        }
+        encode_counts_inline::<false>(self, variant, board, out)
+    }
+}
+
+/// [`InputSet::encode_counts`] compiled for CPUs with AVX2 and the bit instructions.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,popcnt,lzcnt,bmi1")]
+#[inline]
+pub(crate) fn encode_counts_fast(set: InputSet, variant: Variant, board: &Board, out: &mut Counts) {
+    encode_counts_inline::<true>(set, variant, board, out)
+}
+
+/// [`InputSet::encode_counts`]; `AVX2` as for `side_features_inline`.
+#[inline(always)]
+fn encode_counts_inline<const AVX2: bool>(
+    set: InputSet,
+    variant: Variant,
+    board: &Board,
+    out: &mut Counts,
+) {
+    *out = [0; MAX_INPUTS];
+    for i in 1..=24 {
+        let k = (i - 1) * 8;
+        out[k..k + 4].copy_from_slice(&UNARY_COUNTS[board.own[i].min(15) as usize]);
+        out[k + 4..k + 8].copy_from_slice(&UNARY_COUNTS[board.opp[i].min(15) as usize]);
+    }
+    let b = POINT_INPUTS;
+    let (own_off, opp_off) = (board.own[OFF], board.opp[OFF]);
+    let off = [
+        own_off as i16,
+        opp_off as i16,
+        (own_off > 0) as i16,
+        (opp_off > 0) as i16,
+    ];
+    match variant {
+        Variant::Portes => {
+            out[b..b + 4].copy_from_slice(&UNARY_COUNTS[board.own[BAR].min(15) as usize]);
+            out[b + 4..b + 8].copy_from_slice(&UNARY_COUNTS[board.opp[BAR].min(15) as usize]);
+            out[b + 8..b + 12].copy_from_slice(&off);
+        }
+        Variant::Plakoto => {
+            for i in 1..=24 {
+                out[b + i - 1] = (board.own_pinned >> i & 1) as i16;
+                out[b + 24 + i - 1] = (board.opp_pinned >> i & 1) as i16;
+            }
+            out[b + 48..b + 52].copy_from_slice(&off);
+            out[b + 52] = (board.own_pinned >> 24 & 1) as i16;
+            out[b + 53] = (board.opp_pinned >> 1 & 1) as i16;
+            out[b + 54] = (board.own_at(24) == 0) as i16;
+            out[b + 55] = (board.opp_at(1) == 0) as i16;
+        }
+        Variant::Fevga => {
+            out[b..b + 4].copy_from_slice(&off);
+            // The opponent's own point j is the mover's flip_index(j) (R1).
+            let opp_own = |j: usize| board.opp[flip_index(Variant::Fevga, j)];
+            let own_runner = (12..=23).any(|p| board.own[p] > 0);
+            let opp_runner = (12..=23).any(|j| opp_own(j) > 0);
+            out[b + 4] = (board.own[24] == 15) as i16;
+            out[b + 5] = (board.own[24] == 14 && own_runner) as i16;
+            out[b + 6] = (opp_own(24) == 15) as i16;
+            out[b + 7] = (opp_own(24) == 14 && opp_runner) as i16;
+        }
+    }
+    if set.features() > 0 {
+        let n = num_inputs(variant);
+        let own = side_counts_inline::<AVX2>(variant, board);
+        let opp = side_counts_inline::<AVX2>(variant, &board.mirror(variant));
+        for k in 0..SIDE_FEATURES {
+            out[n + k] = own[k] as i16;
+            out[n + SIDE_FEATURES + k] = opp[k] as i16;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -485,6 +668,42 @@ mod tests {
                 assert!(s.idx[..s.len].windows(2).all(|w| w[0] < w[1]));
                 assert!(s.iter().all(|(i, x)| i < set.count(v) && x != 0.0));
             }
+        }
+    }
+
+    #[test]
+    fn counts_over_scales_are_the_inputs() {
+        for v in [Variant::Portes, Variant::Plakoto, Variant::Fevga] {
+            let (scales, max) = (InputSet::V2.scales(v), InputSet::V2.max_counts(v));
+            let n = InputSet::V2.count(v);
+            assert_eq!((scales.len(), max.len()), (n, n));
+            let mut seen_max = vec![0i16; n];
+            for b in crate::eval::features::tests::random_play_boards(v, 5, 20_000) {
+                let mut counts = [0i16; MAX_INPUTS];
+                InputSet::V2.encode_counts(v, &b, &mut counts);
+                let mut values = [0f32; MAX_INPUTS];
+                encode_dense_set(InputSet::V2, v, &b, &mut values);
+                let mut side = [0i32; 2];
+                for j in 0..MAX_INPUTS {
+                    if j >= n {
+                        assert_eq!(counts[j], 0);
+                        continue;
+                    }
+                    // The same bits as the encoder's value.
+                    let x = counts[j] as f32 / scales[j];
+                    assert_eq!(x.to_bits(), values[j].to_bits(), "{v:?} input {j}: {b:?}");
+                    assert!((0.0..=max[j]).contains(&(counts[j] as f32)), "{v:?} {j}");
+                    seen_max[j] = seen_max[j].max(counts[j]);
+                    if let Some(k) = InputSet::V2.checker_side(v, j) {
+                        side[k] += counts[j] as i32;
+                    }
+                }
+                // The checker units of a side count at most its 15 checkers.
+                assert!(side[0] <= 15 && side[1] <= 15, "{v:?} {side:?}");
+            }
+            // Random play reaches counts above 1 (the fourth unary unit, the
+            // features), so the comparison above covered more than units.
+            assert!(seen_max.iter().any(|&c| c > 100), "{v:?}");
         }
     }
 

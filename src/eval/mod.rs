@@ -6,6 +6,7 @@
 //! which depends on this module and never the other way round.
 
 pub mod features;
+pub mod first_layer;
 pub mod inputs;
 pub mod kernels;
 pub mod net;
@@ -66,6 +67,13 @@ impl Probabilities {
 pub trait Evaluator: Send + Sync {
     /// Probabilities for the side to move of `board` (before it rolls).
     fn eval_board(&self, variant: Variant, board: &Board) -> Probabilities;
+    /// [`Evaluator::eval_board`] of each of `boards` into `out` (cleared first), the
+    /// same values; an evaluator may share work between the boards (the net's
+    /// [`net::Nets::eval_many`]).
+    fn eval_boards(&self, variant: Variant, boards: &[Board], out: &mut Vec<Probabilities>) {
+        out.clear();
+        out.extend(boards.iter().map(|b| self.eval_board(variant, b)));
+    }
     /// A short name with version, e.g. `net-portes-v2`, `bearoff-exact`, `pubeval`.
     fn name(&self, variant: Variant) -> String;
 }

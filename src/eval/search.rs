@@ -96,6 +96,12 @@ pub struct Scratch {
     ranked: Vec<(usize, Probabilities, u8)>,
     /// Sort keys of [`sort_scores`].
     keys: Vec<u64>,
+    /// [`Search::values0`]'s boards for the static evaluator, their plays' indices,
+    /// their values, and the values of all plays.
+    leaf_boards: Vec<Board>,
+    leaf_plays: Vec<u32>,
+    leaf_values: Vec<Probabilities>,
+    values: Vec<Probabilities>,
 }
 
 impl Scratch {
@@ -279,6 +285,53 @@ impl<'a> Search<'a> {
         self.play_value_at(scratch, play, plies.min(MAX_PLIES), 0)
     }
 
+    /// The 0-ply value of every play of `plays` for the side that made it, in play
+    /// order, into `scratch.values`: [`Search::play_value_at`] at 0 plies of each,
+    /// with the boards that need the static evaluator evaluated as one run
+    /// ([`Evaluator::eval_boards`], which may share work between them: the same
+    /// values).
+    fn values0<P: PlayResult>(&self, scratch: &mut Scratch, plays: &[P]) -> Result<(), EvalError> {
+        let Scratch {
+            leaf_boards: boards,
+            leaf_plays: index,
+            leaf_values: leaf,
+            values: out,
+            ..
+        } = scratch;
+        out.clear();
+        boards.clear();
+        index.clear();
+        for (i, p) in plays.iter().enumerate() {
+            if let Some(o) = p.outcome(self.variant) {
+                out.push(outcome_probabilities(o));
+                continue;
+            }
+            let child = p.board().mirror(self.variant);
+            if let Some((won, o)) = child.game_over_for_mover(self.variant) {
+                out.push(game_over_probabilities(won, o).flip());
+            } else if let Some(v) = self.bearoff.eval_board(self.variant, &child) {
+                out.push(sanity::flip_to_previous_mover(self.variant, &child, v));
+            } else {
+                out.push(Probabilities::default());
+                boards.push(child);
+                index.push(i as u32);
+            }
+        }
+        if boards.is_empty() {
+            return Ok(());
+        }
+        let Some(e) = self.static_eval else {
+            // What `leaf` says for the first play that needs it.
+            return self.leaf(&boards[0]).map(|_| ());
+        };
+        e.eval_boards(self.variant, boards, leaf);
+        for ((b, &i), &v) in boards.iter().zip(index.iter()).zip(leaf.iter()) {
+            let v = sanity::sanitize(self.variant, b, v);
+            out[i as usize] = sanity::flip_to_previous_mover(self.variant, b, v);
+        }
+        Ok(())
+    }
+
     /// Scores every play at 0 plies into `scores` as `(equity, index)`, best first
     /// (ties keep generation order).
     fn score_all<P: PlayResult>(
@@ -286,13 +339,10 @@ impl<'a> Search<'a> {
         scratch: &mut Scratch,
         plays: &[P],
         scores: &mut Vec<(f32, u32)>,
-        depth: usize,
     ) -> Result<(), EvalError> {
+        self.values0(scratch, plays)?;
         scores.clear();
-        for (i, p) in plays.iter().enumerate() {
-            let v = self.play_value_at(scratch, p, 0, depth)?;
-            scores.push((v.equity(), i as u32));
-        }
+        scores.extend((scratch.values.iter().enumerate()).map(|(i, v)| (v.equity(), i as u32)));
         sort_scores(scores, &mut scratch.keys);
         Ok(())
     }
@@ -319,9 +369,9 @@ impl<'a> Search<'a> {
         depth: usize,
     ) -> Result<(usize, Probabilities), EvalError> {
         if plies == 0 {
+            self.values0(scratch, plays)?;
             let mut best: Option<(usize, Probabilities, f32)> = None;
-            for (i, p) in plays.iter().enumerate() {
-                let v = self.play_value_at(scratch, p, 0, depth)?;
+            for (i, &v) in scratch.values.iter().enumerate() {
                 let e = v.equity();
                 if best.is_none_or(|b| e > b.2) {
                     best = Some((i, v, e));
@@ -330,7 +380,7 @@ impl<'a> Search<'a> {
             let (i, v, _) = best.expect("generate gives at least one play");
             return Ok((i, v));
         }
-        self.score_all(scratch, plays, scores, depth)?;
+        self.score_all(scratch, plays, scores)?;
         let n = self.candidates(scores);
         if n == 1 {
             let i = scores[0].1 as usize;
@@ -381,9 +431,9 @@ impl<'a> Search<'a> {
         scores: &mut Vec<(f32, u32)>,
         out: &mut Vec<(usize, Probabilities, u8)>,
     ) -> Result<(), EvalError> {
+        self.values0(scratch, plays)?;
         scores.clear();
-        for (i, p) in plays.iter().enumerate() {
-            let v = self.play_value_at(scratch, p, 0, 1)?;
+        for (i, &v) in scratch.values.iter().enumerate() {
             scores.push((v.equity(), i as u32));
             out.push((i, v, 0));
         }
@@ -529,6 +579,47 @@ mod tests {
             want += roll_weight(roll) * v.win;
         }
         assert!((p1.win - want).abs() < 1e-5, "{} vs {want}", p1.win);
+    }
+
+    #[test]
+    fn ranking_values_are_each_plays_own_value() {
+        // The 0-ply values of a ranking come from one run of the net over the plays
+        // (`values0`); each must be the bits of that play valued alone, including the
+        // exact ones (plays that end the game, bear-offs from the database, R7, R9).
+        use rand::{Rng, SeedableRng};
+        for v in [Variant::Portes, Variant::Plakoto, Variant::Fevga] {
+            let nets = crate::eval::net::load_default(v).unwrap();
+            let s = search(v, &*nets);
+            let mut sc = Scratch::default();
+            let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(21);
+            let (mut plays, mut ranked) = (Vec::new(), Vec::new());
+            let start = Board::from_position(&Position::start(v, Side::White), Side::White);
+            let (mut games, mut board) = (0, start);
+            let mut exact = 0;
+            while games < 30 {
+                let dice = Dice::new(rng.random_range(1..=6), rng.random_range(1..=6)).unwrap();
+                plays.clear();
+                crate::rules::movegen::generate(v, &board, dice, &mut plays);
+                s.rank(&mut sc, &plays, 0, &mut ranked).unwrap();
+                assert_eq!(ranked.len(), plays.len());
+                for &(i, value, _) in &ranked {
+                    let alone = s.play_value(&mut sc, &plays[i], 0).unwrap();
+                    let bits = |p: Probabilities| {
+                        [p.win, p.win_mars, p.lose_mars, p.draw].map(f32::to_bits)
+                    };
+                    assert_eq!(bits(value), bits(alone), "{v:?} play {i}");
+                    exact += (value.win == 1.0 || value.win == 0.0) as usize;
+                }
+                let p = plays[rng.random_range(0..plays.len())];
+                if p.outcome.is_some() {
+                    games += 1;
+                    board = start;
+                } else {
+                    board = p.board.mirror(v);
+                }
+            }
+            assert!(exact > 0, "{v:?}: no exact value met");
+        }
     }
 
     #[test]

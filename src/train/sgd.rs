@@ -29,6 +29,7 @@ impl Net {
                 .collect(),
             b2: [0.0, -2.0, -2.0, -4.0],
             games: 0,
+            first: Default::default(),
         }
     }
 
@@ -83,6 +84,7 @@ impl Net {
             w2,
             b2: self.b2,
             games: self.games,
+            first: Default::default(),
         }
     }
 
@@ -135,6 +137,7 @@ impl Net {
                 *w += v * d;
             }
         }
+        self.weights_changed();
         y
     }
 }

@@ -34,6 +34,9 @@ pub const SPREAD: &str =
 /// Fifteen singletons a side in Plakoto: a 2-ply `Evaluate` with a roll takes about 3 s
 /// of CPU on this machine kind (issue #10 made the Portes `SPREAD` one take under 1 s).
 pub const PLAKOTO_SPREAD: &str = "plakoto/w/15:1,14:1,13:1,12:1,11:1,10:1,9:1,8:1,7:1,6:1,5:1,4:1,3:1,2:1,1:1/16:1,17:1,18:1,19:1,20:1,21:1,22:1,23:1,24:7";
+/// A Portes position with both sides' checkers spread out: 2-1 at 2 plies takes
+/// about 4 s on the development machine (the longest search a test needs).
+pub const PORTES_SPREAD: &str = "portes/w/24:1,23:1,22:1,21:1,20:1,19:1,18:1,17:1,16:1,15:1,14:1,13:1,12:1,11:1,10:1/1:3,2:3,3:3,4:3,5:3";
 /// The Portes starting position.
 pub const PORTES_START: &str = "portes/w/24:2,13:5,8:3,6:5/1:2,12:5,17:3,19:5";
 /// What the probe must answer within.

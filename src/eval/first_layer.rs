@@ -1,0 +1,442 @@
+//! The integer first layer that the evaluator runs (issue #10).
+//!
+//! Every input of the nets is an integer count over a fixed scale
+//! ([`InputSet::scales`]: 1 for the unary and binary units, 2 for the fourth unary
+//! unit, 15 for the borne-off counts, the feature scales). So the first layer can be
+//! computed in integers: the weight `w` of an input of scale `s` becomes
+//! `W = round(w / s · 2^shift)`, the bias `b` becomes `round(b · 2^shift)`, and a hidden
+//! unit's pre-activation is `2^-shift · (B + Σ count · W)`, summed in `i32`.
+//!
+//! Integer sums are exact, so they do not depend on the order of the adds. That is
+//! what lets a run of boards share work ([`Chain`]): the hidden sums of a board are
+//! those of the previous board plus `(count − previous count) · W` over the inputs
+//! whose counts differ (children of one position differ in about 17 of their 61
+//! active inputs, docs/performance.md), and the result is the same bits as summing
+//! from the bias. `shift` is the largest (at most 30) for which no board's sum can
+//! leave `i32` (from the largest count of each input, [`InputSet::max_counts`]); the
+//! arithmetic wraps, so partial sums may wrap as long as the final sum is in range.
+//!
+//! The output layer stays in `f32`: `2^-shift` is folded into its weights (a power of
+//! two, so exact) and the hidden sums are converted to `f32` once.
+
+#[cfg(doc)]
+use super::inputs::InputSet;
+use super::inputs::{Counts, MAX_INPUTS};
+use super::net::{sigmoid, Net, OUTPUTS};
+
+/// The largest number of fractional bits of the fixed point.
+const MAX_SHIFT: i32 = 30;
+
+/// A net's first layer in fixed point, and its output layer scaled to match.
+#[derive(Clone, Debug)]
+pub struct FirstLayer {
+    /// Hidden units.
+    hidden: usize,
+    /// Inputs (`input_set.count(variant)`).
+    inputs: usize,
+    /// Fractional bits: a hidden sum `S` stands for `S · 2^-shift`.
+    shift: i32,
+    /// `w[j * hidden + h] = round(w1[j * hidden + h] / scale_j · 2^shift)`.
+    w: Vec<i32>,
+    /// `round(b1[h] · 2^shift)`.
+    b: Vec<i32>,
+    /// `w2 · 2^-shift` (`OUTPUTS × hidden`).
+    w2: Vec<f32>,
+    /// The output biases.
+    b2: [f32; OUTPUTS],
+}
+
+impl FirstLayer {
+    /// The fixed-point form of `net`'s first layer.
+    ///
+    /// Panics if even `shift = 0` cannot keep every sum in `i32` (first-layer weights
+    /// above about 10^5: no trained net comes near).
+    pub fn new(net: &Net) -> FirstLayer {
+        let (hidden, inputs) = (net.hidden, net.inputs());
+        let scales = net.input_set.scales(net.variant);
+        let max = net.input_set.max_counts(net.variant);
+        let quantise = |shift: i32| {
+            let f = (2.0f64).powi(shift);
+            let w: Vec<i64> = (0..inputs * hidden)
+                .map(|k| (net.w1[k] as f64 / scales[k / hidden] as f64 * f).round() as i64)
+                .collect();
+            let b: Vec<i64> = net
+                .b1
+                .iter()
+                .map(|&x| (x as f64 * f).round() as i64)
+                .collect();
+            // The largest |sum| any board can give, unit by unit: each side's checker
+            // units count at most its 15 checkers in all (`checker_side`), so they
+            // add at most 15 times their largest weight; every other input at most
+            // its largest count times its weight.
+            let fits = (0..hidden).all(|h| {
+                let mut side = [0i64; 2];
+                let mut s = b[h].abs();
+                for j in 0..inputs {
+                    let x = w[j * hidden + h].abs();
+                    match net.input_set.checker_side(net.variant, j) {
+                        Some(k) => side[k] = side[k].max(x),
+                        None => s += x * max[j] as i64,
+                    }
+                }
+                s + 15 * (side[0] + side[1]) <= i32::MAX as i64
+            });
+            fits.then_some((w, b))
+        };
+        let (shift, (w, b)) = (0..=MAX_SHIFT)
+            .rev()
+            .find_map(|s| quantise(s).map(|q| (s, q)))
+            .expect("first-layer weights too large for a 32-bit fixed point");
+        let down = (2.0f32).powi(-shift);
+        FirstLayer {
+            hidden,
+            inputs,
+            shift,
+            w: w.into_iter().map(|x| x as i32).collect(),
+            b: b.into_iter().map(|x| x as i32).collect(),
+            w2: net.w2.iter().map(|&x| x * down).collect(),
+            b2: net.b2,
+        }
+    }
+
+    /// Fractional bits of the fixed point .
+    pub fn shift(&self) -> i32 {
+        self.shift
+    }
+
+    /// The hidden sums of `counts`: `acc[..hidden] = B + Σ_j counts[j] · W_j`.
+    #[inline]
+    pub fn sums(&self, counts: &Counts, acc: &mut [i32]) {
+        acc[..self.hidden].copy_from_slice(&self.b);
+        add_changes(&self.w, self.hidden, self.inputs, counts, &ZERO, acc);
+    }
+
+    /// The hidden sums of `counts` from those of `prev` (`acc` holds them):
+    /// `acc += Σ_j (counts[j] − prev[j]) · W_j`, the same bits as [`FirstLayer::sums`].
+    #[inline]
+    pub fn update(&self, counts: &Counts, prev: &Counts, acc: &mut [i32]) {
+        add_changes(&self.w, self.hidden, self.inputs, counts, prev, acc);
+    }
+
+    /// The raw sigmoid outputs `[win, win_mars, lose_mars, draw]` of hidden sums
+    /// (`acc[..hidden]`); `h` is scratch of at least `hidden` floats.
+    #[inline]
+    pub fn outputs(&self, acc: &[i32], h: &mut [f32]) -> [f32; OUTPUTS] {
+        let h = &mut h[..self.hidden];
+        for (x, &a) in h.iter_mut().zip(acc) {
+            *x = a as f32;
+        }
+        super::kernels::outputs(&self.w2, &self.b2, h).map(sigmoid)
+    }
+}
+
+/// No counts (the previous counts of a sum from the bias).
+static ZERO: Counts = [0; MAX_INPUTS];
+
+/// `acc[h] += Σ_{j < inputs, cur[j] != prev[j]} (cur[j] − prev[j]) · w[j · hidden + h]`,
+/// in wrapping `i32` arithmetic.
+#[inline]
+fn add_changes(
+    w: &[i32],
+    hidden: usize,
+    inputs: usize,
+    cur: &Counts,
+    prev: &Counts,
+    acc: &mut [i32],
+) {
+    assert!(w.len() >= inputs * hidden && acc.len() >= hidden && inputs <= MAX_INPUTS);
+    #[cfg(target_arch = "x86_64")]
+    if hidden == 128 && std::arch::is_x86_feature_detected!("avx512f") {
+        // SAFETY: the CPU has AVX-512F (and so AVX2 and BMI1); shapes checked above.
+        return unsafe { add_changes128_avx512(w, inputs, cur, prev, acc) };
+    }
+    #[cfg(target_arch = "x86_64")]
+    if super::net::has_avx2() {
+        // SAFETY: the CPU has AVX2 (`has_avx2`).
+        return unsafe { add_changes_avx2(w, hidden, inputs, cur, prev, acc) };
+    }
+    add_changes_any(w, hidden, inputs, cur, prev, acc)
+}
+
+/// [`add_changes`] as plain loops (any hidden size, any CPU).
+#[inline(always)]
+fn add_changes_any(
+    w: &[i32],
+    hidden: usize,
+    inputs: usize,
+    cur: &Counts,
+    prev: &Counts,
+    acc: &mut [i32],
+) {
+    for j in 0..inputs {
+        let d = cur[j] as i32 - prev[j] as i32;
+        if d != 0 {
+            let row = &w[j * hidden..(j + 1) * hidden];
+            for (a, &x) in acc[..hidden].iter_mut().zip(row) {
+                *a = a.wrapping_add(d.wrapping_mul(x));
+            }
+        }
+    }
+}
+
+/// [`add_changes_any`] compiled for AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn add_changes_avx2(
+    w: &[i32],
+    hidden: usize,
+    inputs: usize,
+    cur: &Counts,
+    prev: &Counts,
+    acc: &mut [i32],
+) {
+    add_changes_any(w, hidden, inputs, cur, prev, acc)
+}
+
+/// [`add_changes`] for 128 hidden units with AVX-512F: the 128 sums stay in eight
+/// 16-lane registers while 16 counts at a time are compared with the previous ones
+/// and only the changed inputs' rows are read (a change of ±1, most of them, adds or
+/// subtracts the row; others multiply it).
+///
+/// # Safety
+/// The CPU has AVX-512F; `w.len() >= inputs * 128`, `acc.len() >= 128`, `inputs <=
+/// MAX_INPUTS`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2,bmi1")]
+unsafe fn add_changes128_avx512(
+    w: &[i32],
+    inputs: usize,
+    cur: &Counts,
+    prev: &Counts,
+    acc: &mut [i32],
+) {
+    use std::arch::x86_64::*;
+    const { assert!(MAX_INPUTS.is_multiple_of(16)) };
+    // SAFETY (every access below): 16 counts from `16 c < MAX_INPUTS`; rows `j <
+    // inputs` of `w`; the first 128 entries of `acc` (the contract).
+    unsafe {
+        let mut a = [_mm512_setzero_si512(); 8];
+        for (k, ak) in a.iter_mut().enumerate() {
+            *ak = _mm512_loadu_si512(acc.as_ptr().add(16 * k) as *const _);
+        }
+        for c in 0..inputs.div_ceil(16) {
+            let x = _mm256_loadu_si256(cur.as_ptr().add(16 * c) as *const __m256i);
+            let y = _mm256_loadu_si256(prev.as_ptr().add(16 * c) as *const __m256i);
+            // Two mask bits per 16-bit lane; lanes at or above `inputs` hold zeros on
+            // both sides, so they never differ.
+            let mut m = !(_mm256_movemask_epi8(_mm256_cmpeq_epi16(x, y)) as u32);
+            while m != 0 {
+                let lane = (m.trailing_zeros() / 2) as usize;
+                m &= !(3 << (2 * lane));
+                let j = 16 * c + lane;
+                let d = *cur.get_unchecked(j) as i32 - *prev.get_unchecked(j) as i32;
+                let row = w.as_ptr().add(j * 128);
+                if d == 1 {
+                    for (k, ak) in a.iter_mut().enumerate() {
+                        *ak =
+                            _mm512_add_epi32(*ak, _mm512_loadu_si512(row.add(16 * k) as *const _));
+                    }
+                } else if d == -1 {
+                    for (k, ak) in a.iter_mut().enumerate() {
+                        *ak =
+                            _mm512_sub_epi32(*ak, _mm512_loadu_si512(row.add(16 * k) as *const _));
+                    }
+                } else {
+                    let f = _mm512_set1_epi32(d);
+                    for (k, ak) in a.iter_mut().enumerate() {
+                        let r = _mm512_loadu_si512(row.add(16 * k) as *const _);
+                        *ak = _mm512_add_epi32(*ak, _mm512_mullo_epi32(r, f));
+                    }
+                }
+            }
+        }
+        for (k, ak) in a.iter().enumerate() {
+            _mm512_storeu_si512(acc.as_mut_ptr().add(16 * k) as *mut _, *ak);
+        }
+    }
+}
+
+/// Evaluates a run of boards with one net, each board's hidden sums updated from the
+/// previous board's ([`FirstLayer::update`]): the same bits as evaluating each alone.
+pub struct Chain {
+    /// The counts of the previous board, then of the current one.
+    counts: [Counts; 2],
+    /// Which of `counts` holds the previous board's.
+    prev: usize,
+    /// The previous board's hidden sums (valid when `net` is set).
+    acc: [i32; super::net::MAX_HIDDEN],
+    /// The first layer whose sums `acc` holds (its address), if any.
+    net: Option<usize>,
+    /// Scratch for the output layer.
+    h: [f32; super::net::MAX_HIDDEN],
+}
+
+impl Default for Chain {
+    fn default() -> Self {
+        Chain::new()
+    }
+}
+
+impl Chain {
+    /// A chain with no previous board.
+    pub const fn new() -> Chain {
+        Chain {
+            counts: [[0; MAX_INPUTS]; 2],
+            prev: 0,
+            acc: [0; super::net::MAX_HIDDEN],
+            net: None,
+            h: [0.0; super::net::MAX_HIDDEN],
+        }
+    }
+
+    /// Forgets the previous board. Call it before a run of boards: a chain compares
+    /// nets by address, and a dropped net's address may be reused.
+    pub fn reset(&mut self) {
+        self.net = None;
+    }
+
+    /// The raw outputs of `net` for `board` (the mover's view, game not over).
+    #[inline]
+    pub fn eval(&mut self, net: &Net, board: &crate::rules::board::Board) -> [f32; OUTPUTS] {
+        let first = net.first_layer();
+        let cur = 1 - self.prev;
+        let [a, b] = &mut self.counts;
+        let (cur_counts, prev_counts) = if cur == 0 { (a, &*b) } else { (b, &*a) };
+        net.input_set.encode_counts(net.variant, board, cur_counts);
+        let id = first as *const FirstLayer as usize;
+        if self.net == Some(id) {
+            first.update(cur_counts, prev_counts, &mut self.acc);
+        } else {
+            first.sums(cur_counts, &mut self.acc);
+            self.net = Some(id);
+        }
+        self.prev = cur;
+        first.outputs(&self.acc, &mut self.h)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::eval::features::tests::random_play_boards;
+    use crate::eval::inputs::SparseInputs;
+    use crate::eval::net::{default_bytes, Nets};
+    use crate::eval::Probabilities;
+    use crate::rules::Variant;
+    use rand::{Rng, SeedableRng};
+
+    const VARIANTS: [Variant; 3] = [Variant::Portes, Variant::Plakoto, Variant::Fevga];
+
+    fn bits(p: &Probabilities) -> [u32; 4] {
+        [p.win, p.win_mars, p.lose_mars, p.draw].map(f32::to_bits)
+    }
+
+    #[test]
+    fn chains_give_the_bits_of_single_evaluations() {
+        for v in VARIANTS {
+            let nets = Nets::from_bytes(default_bytes(v)).unwrap();
+            let boards = random_play_boards(v, 7, 4000);
+            let mut many = Vec::new();
+            nets.eval_many(&boards, &mut many);
+            assert_eq!(many.len(), boards.len());
+            let mut race = 0;
+            for (b, p) in boards.iter().zip(&many) {
+                assert_eq!(bits(p), bits(&nets.eval(b)), "{v:?} {b:?}");
+                race += nets
+                    .race
+                    .as_ref()
+                    .is_some_and(|r| std::ptr::eq(nets.net_for(b), r))
+                    as usize;
+            }
+            // The Portes run switches between its contact and race nets.
+            if v == Variant::Portes {
+                assert!(race > 0 && race < boards.len(), "{race} race boards");
+            }
+        }
+    }
+
+    #[test]
+    fn integer_outputs_stay_within_the_weights_rounding_of_the_float_ones() {
+        for v in VARIANTS {
+            let nets = Nets::from_bytes(default_bytes(v)).unwrap();
+            // The committed nets' fixed points (the bound of `FirstLayer::new`).
+            let shift = nets.main.first_layer().shift();
+            assert_eq!(shift, if v == Variant::Fevga { 24 } else { 23 }, "{v:?}");
+            let mut worst = 0f32;
+            for b in random_play_boards(v, 11, 3000) {
+                let net = nets.net_for(&b);
+                let mut x = SparseInputs::EMPTY;
+                net.encode(&b, &mut x);
+                let (f, q) = (net.forward(&x), net.eval_raw(&b));
+                for k in 0..OUTPUTS {
+                    worst = worst.max((f[k] - q[k]).abs());
+                }
+            }
+            // Each weight is rounded by at most 2^-(shift+1) per count; the largest
+            // counts (mobility up to 10,260) make that up to about 10^-3 of a
+            // pre-activation, far less in an output.
+            assert!(worst < 1e-3, "{v:?}: {worst}");
+            assert!(worst > 0.0, "{v:?}: the same bits as the float pass?");
+        }
+    }
+
+    /// Random weights for `inputs` × 128 and random counts, each below its input's
+    /// largest.
+    fn random_layer(seed: u64, inputs: usize) -> (Vec<i32>, Counts, Counts) {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        let w = (0..inputs * 128)
+            .map(|_| rng.random_range(-(1 << 24)..(1 << 24)))
+            .collect();
+        let mut c = [[0i16; MAX_INPUTS]; 2];
+        for counts in &mut c {
+            for x in &mut counts[..inputs] {
+                // Mostly unchanged zeros and ones, some larger counts.
+                *x = match rng.random_range(0..4) {
+                    0 => rng.random_range(0..300),
+                    _ => rng.random_range(0..2),
+                };
+            }
+        }
+        (w, c[0], c[1])
+    }
+
+    #[test]
+    fn the_avx512_kernel_gives_the_plain_loops_sums() {
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            for (seed, inputs) in [(1, 244), (2, 288), (3, 240), (4, 17)] {
+                let (w, cur, prev) = random_layer(seed, inputs);
+                let start: Vec<i32> = (0..128).map(|h| h * 1000 - 64_000).collect();
+                let (mut a, mut b) = (start.clone(), start.clone());
+                add_changes_any(&w, 128, inputs, &cur, &prev, &mut a);
+                // SAFETY: the CPU has AVX-512F; shapes as the contract asks.
+                unsafe { add_changes128_avx512(&w, inputs, &cur, &prev, &mut b) };
+                assert_eq!(a, b, "seed {seed}");
+                assert_ne!(a, start);
+                // The AVX2 copy of the plain loops too.
+                let mut c = start.clone();
+                // SAFETY: a CPU with AVX-512F has AVX2.
+                unsafe { add_changes_avx2(&w, 128, inputs, &cur, &prev, &mut c) };
+                assert_eq!(a, c, "seed {seed}");
+            }
+        }
+    }
+
+    #[test]
+    fn an_update_from_another_board_equals_the_sums_from_the_bias() {
+        let nets = Nets::from_bytes(default_bytes(Variant::Plakoto)).unwrap();
+        let (net, first) = (&nets.main, nets.main.first_layer());
+        let boards = random_play_boards(Variant::Plakoto, 3, 200);
+        let (mut c0, mut c1) = ([0i16; MAX_INPUTS], [0i16; MAX_INPUTS]);
+        // Pairs far apart in the game as well as neighbours.
+        for (a, b) in boards.iter().zip(boards.iter().rev()) {
+            net.input_set.encode_counts(net.variant, a, &mut c0);
+            net.input_set.encode_counts(net.variant, b, &mut c1);
+            let (mut from_a, mut from_bias) = ([0i32; 128], [0i32; 128]);
+            first.sums(&c0, &mut from_a);
+            first.update(&c1, &c0, &mut from_a);
+            first.sums(&c1, &mut from_bias);
+            assert_eq!(from_a, from_bias);
+        }
+    }
+}
