@@ -296,6 +296,90 @@ impl Shots {
     }
 }
 
+/// The 21 rolls of [`ROLLS`] as three vectors of eight lanes for
+/// [`shots_from_points_avx2`]: `[high, low, weight, double]` per lane (the last three
+/// lanes have weight 0; `double` is all ones for a double).
+#[cfg(target_arch = "x86_64")]
+const ROLL_LANES: [[[u32; 8]; 3]; 4] = {
+    let mut t = [[[0u32; 8]; 3]; 4];
+    let mut k = 0;
+    while k < 24 {
+        let (h, l, w) = if k < 21 { ROLLS[k] } else { (1, 1, 0) };
+        t[0][k / 8][k % 8] = h;
+        t[1][k / 8][k % 8] = l;
+        t[2][k / 8][k % 8] = w;
+        t[3][k / 8][k % 8] = if h == l { u32::MAX } else { 0 };
+        k += 1;
+    }
+    t
+};
+
+/// [`Shots::tally`] of [`hits_from_points`] with AVX2, eight rolls at a time: each
+/// lane shifts by its own dice, the doubles' chains and the other rolls' two orders
+/// are both computed and the lane's kind is kept, and the highest target hit is the
+/// exponent of the hits (shifted down one, so below 2^24 and exact in `f32`). The
+/// same counts (integers, so any order of the sums).
+///
+/// # Safety
+/// The CPU has AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[inline]
+unsafe fn shots_from_points_avx2(free: u32, open: u32, targets: u32, mother: u32) -> Shots {
+    use std::arch::x86_64::*;
+    let v = |x: u32| _mm256_set1_epi32(x as i32);
+    let (free, open, targets, mother) = (v(free), v(open), v(targets), v(mother));
+    let zero = _mm256_setzero_si256();
+    let (mut any, mut two, mut loss, mut moth) = (zero, zero, zero, zero);
+    for c in 0..3 {
+        // SAFETY: constant tables of eight lanes.
+        let lane =
+            |t: usize| unsafe { _mm256_loadu_si256(ROLL_LANES[t][c].as_ptr() as *const __m256i) };
+        let (h, l, w, dbl) = (lane(0), lane(1), lane(2), lane(3));
+        let sh = _mm256_and_si256(_mm256_srlv_epi32(free, h), open);
+        let sl = _mm256_and_si256(_mm256_srlv_epi32(free, l), open);
+        // Either die, or one die then the other (the last landing needs no `& open`:
+        // targets are open points).
+        let mixed = _mm256_or_si256(
+            _mm256_or_si256(sh, sl),
+            _mm256_or_si256(_mm256_srlv_epi32(sh, l), _mm256_srlv_epi32(sl, h)),
+        );
+        let second = _mm256_and_si256(_mm256_srlv_epi32(sh, h), open);
+        let third = _mm256_and_si256(_mm256_srlv_epi32(second, h), open);
+        let double = _mm256_or_si256(
+            _mm256_or_si256(sh, second),
+            _mm256_or_si256(third, _mm256_srlv_epi32(third, h)),
+        );
+        let hit = _mm256_and_si256(_mm256_blendv_epi8(mixed, double, dbl), targets);
+        // Weight where the hit mask is not zero / has two bits / hits the mother.
+        let none = _mm256_cmpeq_epi32(hit, zero);
+        let lowest_cleared = _mm256_and_si256(hit, _mm256_add_epi32(hit, v(u32::MAX)));
+        let single = _mm256_cmpeq_epi32(lowest_cleared, zero);
+        let no_mother = _mm256_cmpeq_epi32(_mm256_and_si256(hit, mother), zero);
+        any = _mm256_add_epi32(any, _mm256_andnot_si256(none, w));
+        two = _mm256_add_epi32(two, _mm256_andnot_si256(single, w));
+        moth = _mm256_add_epi32(moth, _mm256_andnot_si256(no_mother, w));
+        // highest(hit) = 1 + floor(log2(hit >> 1)) for a hit on bits 1..=24.
+        let exp = _mm256_srli_epi32::<23>(_mm256_castps_si256(_mm256_cvtepi32_ps(
+            _mm256_srli_epi32::<1>(hit),
+        )));
+        let top = _mm256_andnot_si256(none, _mm256_sub_epi32(exp, v(126)));
+        loss = _mm256_add_epi32(loss, _mm256_mullo_epi32(top, w));
+    }
+    let sum = |x: __m256i| {
+        let mut lanes = [0u32; 8];
+        // SAFETY: eight lanes into eight u32.
+        unsafe { _mm256_storeu_si256(lanes.as_mut_ptr() as *mut __m256i, x) };
+        lanes.iter().sum::<u32>()
+    };
+    Shots {
+        any: sum(any),
+        two: sum(two),
+        mother: sum(moth),
+        loss: sum(loss),
+    }
+}
+
 /// Rolls (in 36ths) on which a checker on own point `p` (25 = bar) can play both
 /// dice (a double: two of its steps) without landing on a closed point; landings past
 /// own 1 count as open (escaped).
@@ -561,6 +645,14 @@ pub(crate) fn side_counts_inline<const AVX2: bool>(
     let shots = if m.targets == 0 {
         Shots::default()
     } else if bar == 0 {
+        #[cfg(target_arch = "x86_64")]
+        if AVX2 {
+            // SAFETY: `AVX2` is set only by callers compiled for AVX2 CPUs.
+            unsafe { shots_from_points_avx2(m.own_free, open, m.targets, mother) }
+        } else {
+            Shots::tally(&hits_from_points(m.own_free, open, m.targets), mother)
+        }
+        #[cfg(not(target_arch = "x86_64"))]
         Shots::tally(&hits_from_points(m.own_free, open, m.targets), mother)
     } else {
         Shots::tally(&hits_from_bar(m.own_free, open, bar, m.targets), mother)
