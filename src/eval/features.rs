@@ -297,18 +297,18 @@ impl Shots {
 }
 
 /// The 21 rolls of [`ROLLS`] as three vectors of eight lanes for
-/// [`shots_from_points_avx2`]: `[high, low, weight, double]` per lane (the last three
-/// lanes have weight 0; `double` is all ones for a double).
+/// [`shots_from_points_avx2`]: for each vector, `[high, low, weight, double]` per
+/// lane (the last three lanes have weight 0; `double` is all ones for a double).
 #[cfg(target_arch = "x86_64")]
-const ROLL_LANES: [[[u32; 8]; 3]; 4] = {
-    let mut t = [[[0u32; 8]; 3]; 4];
+const ROLL_LANES: [[[u32; 8]; 4]; 3] = {
+    let mut t = [[[0u32; 8]; 4]; 3];
     let mut k = 0;
     while k < 24 {
         let (h, l, w) = if k < 21 { ROLLS[k] } else { (1, 1, 0) };
-        t[0][k / 8][k % 8] = h;
-        t[1][k / 8][k % 8] = l;
-        t[2][k / 8][k % 8] = w;
-        t[3][k / 8][k % 8] = if h == l { u32::MAX } else { 0 };
+        t[k / 8][0][k % 8] = h;
+        t[k / 8][1][k % 8] = l;
+        t[k / 8][2][k % 8] = w;
+        t[k / 8][3][k % 8] = if h == l { u32::MAX } else { 0 };
         k += 1;
     }
     t
@@ -331,10 +331,9 @@ unsafe fn shots_from_points_avx2(free: u32, open: u32, targets: u32, mother: u32
     let (free, open, targets, mother) = (v(free), v(open), v(targets), v(mother));
     let zero = _mm256_setzero_si256();
     let (mut any, mut two, mut loss, mut moth) = (zero, zero, zero, zero);
-    for c in 0..3 {
+    for lanes in &ROLL_LANES {
         // SAFETY: constant tables of eight lanes.
-        let lane =
-            |t: usize| unsafe { _mm256_loadu_si256(ROLL_LANES[t][c].as_ptr() as *const __m256i) };
+        let lane = |t: usize| unsafe { _mm256_loadu_si256(lanes[t].as_ptr() as *const __m256i) };
         let (h, l, w, dbl) = (lane(0), lane(1), lane(2), lane(3));
         let sh = _mm256_and_si256(_mm256_srlv_epi32(free, h), open);
         let sl = _mm256_and_si256(_mm256_srlv_epi32(free, l), open);

@@ -44,6 +44,9 @@ pub struct FirstLayer {
     w2: Vec<f32>,
     /// The output biases.
     b2: [f32; OUTPUTS],
+    /// Whether the draw output is computed (Plakoto: the only variant with draws,
+    /// R5.5); elsewhere it is 0.
+    draws: bool,
 }
 
 impl FirstLayer {
@@ -96,6 +99,7 @@ impl FirstLayer {
             b: b.into_iter().map(|x| x as i32).collect(),
             w2: net.w2.iter().map(|&x| x * down).collect(),
             b2: net.b2,
+            draws: net.variant == crate::rules::Variant::Plakoto,
         }
     }
 
@@ -119,14 +123,20 @@ impl FirstLayer {
     }
 
     /// The raw sigmoid outputs `[win, win_mars, lose_mars, draw]` of hidden sums
-    /// (`acc[..hidden]`); `h` is scratch of at least `hidden` floats.
+    /// (`acc[..hidden]`); `h` is scratch of at least `hidden` floats. Outside Plakoto
+    /// the draw is 0 (its output is not computed: no draw is possible there, R5.5).
     #[inline]
     pub fn outputs(&self, acc: &[i32], h: &mut [f32]) -> [f32; OUTPUTS] {
         let h = &mut h[..self.hidden];
         for (x, &a) in h.iter_mut().zip(acc) {
             *x = a as f32;
         }
-        super::kernels::outputs(&self.w2, &self.b2, h).map(sigmoid)
+        if self.draws {
+            super::kernels::outputs(&self.w2, &self.b2, h).map(sigmoid)
+        } else {
+            let z = super::kernels::outputs_first::<3>(&self.w2, &self.b2, h);
+            [sigmoid(z[0]), sigmoid(z[1]), sigmoid(z[2]), 0.0]
+        }
     }
 }
 
@@ -442,9 +452,12 @@ mod tests {
                 let mut x = SparseInputs::EMPTY;
                 net.encode(&b, &mut x);
                 let (f, q) = (net.forward(&x), net.eval_raw(&b));
-                for k in 0..OUTPUTS {
+                // The draw only in Plakoto (R5.5); elsewhere it is not computed.
+                let outputs = if v == Variant::Plakoto { OUTPUTS } else { 3 };
+                for k in 0..outputs {
                     worst = worst.max((f[k] - q[k]).abs());
                 }
+                assert!(outputs == OUTPUTS || q[3] == 0.0, "{v:?} draw {}", q[3]);
             }
             // Each weight is rounded by at most 2^-(shift+1) per count; the largest
             // counts (mobility up to 10,260) make that up to about 10^-3 of a

@@ -118,7 +118,7 @@ impl InputSet {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,popcnt,lzcnt,bmi1")]
 #[inline]
-pub(crate) fn encode_fast(set: InputSet, variant: Variant, board: &Board, out: &mut SparseInputs) {
+fn encode_fast(set: InputSet, variant: Variant, board: &Board, out: &mut SparseInputs) {
     encode(variant, board, out);
     if set.features() > 0 {
         let f = both_sides_features::<true>(variant, board);
@@ -510,7 +510,7 @@ impl InputSet {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,popcnt,lzcnt,bmi1")]
 #[inline]
-pub(crate) fn encode_counts_fast(set: InputSet, variant: Variant, board: &Board, out: &mut Counts) {
+fn encode_counts_fast(set: InputSet, variant: Variant, board: &Board, out: &mut Counts) {
     encode_counts_inline::<true>(set, variant, board, out)
 }
 

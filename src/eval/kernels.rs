@@ -41,12 +41,19 @@ pub fn hidden_pre(b1: &[f32], w1: &[f32], x: &SparseInputs, h: &mut [f32]) {
 /// of it may hold `relu(h)`).
 #[inline]
 pub fn outputs(w2: &[f32], b2: &[f32; 4], h: &mut [f32]) -> [f32; 4] {
+    outputs_first::<4>(w2, b2, h)
+}
+
+/// [`outputs`] of the first `N` (1..=4) outputs only; the others are 0. Each
+/// computed output has the same bits as in [`outputs`].
+#[inline]
+pub fn outputs_first<const N: usize>(w2: &[f32], b2: &[f32; 4], h: &mut [f32]) -> [f32; 4] {
     #[cfg(target_arch = "x86_64")]
     if avx2() {
         // SAFETY: the CPU supports AVX2 (checked by `avx2`).
-        return unsafe { outputs_avx2(w2, b2, h) };
+        return unsafe { outputs_avx2_first::<N>(w2, b2, h) };
     }
-    outputs_any(w2, b2, h)
+    outputs_any::<N>(w2, b2, h)
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -58,28 +65,29 @@ fn avx2() -> bool {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 #[inline]
-pub(crate) fn hidden_pre_avx2(b1: &[f32], w1: &[f32], x: &SparseInputs, h: &mut [f32]) {
+fn hidden_pre_avx2(b1: &[f32], w1: &[f32], x: &SparseInputs, h: &mut [f32]) {
     hidden_pre_blocks::<WIDE_AVX2, BLOCK_AVX2, true>(b1, w1, x, h)
 }
 
-/// [`outputs_any`] with the four dot products interleaved (their chains of adds
-/// overlap); each output's lane `i` still sums its products in chunk order, so the
-/// bits are `dot`'s.
+/// [`outputs_any`] (the first `N` outputs, [`outputs_first`]) with the dot products
+/// interleaved (their chains of adds overlap); each output's lane `i` still sums its
+/// products in chunk order, so the bits are `dot`'s.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 #[inline]
-pub(crate) fn outputs_avx2(w2: &[f32], b2: &[f32; 4], h: &mut [f32]) -> [f32; 4] {
+fn outputs_avx2_first<const N: usize>(w2: &[f32], b2: &[f32; 4], h: &mut [f32]) -> [f32; 4] {
     use std::arch::x86_64::*;
+    const { assert!(N >= 1 && N <= 4) };
     let hidden = h.len();
     assert!(
-        w2.len() >= 4 * hidden,
-        "w2 holds four rows of hidden weights"
+        w2.len() >= N * hidden,
+        "w2 holds a row of hidden weights per output"
     );
     let chunks = hidden / 8;
     for a in h[8 * chunks..].iter_mut() {
         *a = a.max(0.0);
     }
-    let mut acc = [_mm256_setzero_ps(); 4];
+    let mut acc = [_mm256_setzero_ps(); N];
     let zero = _mm256_setzero_ps();
     for c in 0..chunks {
         // SAFETY: `8 * c + 8 <= hidden`, and row `k < 4` of `w2` starts at
@@ -94,7 +102,7 @@ pub(crate) fn outputs_avx2(w2: &[f32], b2: &[f32; 4], h: &mut [f32]) -> [f32; 4]
         }
     }
     let mut z = [0f32; 4];
-    for (k, zk) in z.iter_mut().enumerate() {
+    for (k, zk) in z.iter_mut().enumerate().take(N) {
         let mut lanes = [0f32; 8];
         // SAFETY: `lanes` holds eight floats.
         unsafe { _mm256_storeu_ps(lanes.as_mut_ptr(), acc[k]) };
@@ -457,13 +465,13 @@ unsafe fn block<const BLOCK: usize>(
 const ONE_BITS: u32 = 0x3f80_0000;
 
 #[inline(always)]
-fn outputs_any(w2: &[f32], b2: &[f32; 4], h: &mut [f32]) -> [f32; 4] {
+fn outputs_any<const N: usize>(w2: &[f32], b2: &[f32; 4], h: &mut [f32]) -> [f32; 4] {
     for a in h.iter_mut() {
         *a = a.max(0.0);
     }
     let hidden = h.len();
     let mut z = [0f32; 4];
-    for (k, zk) in z.iter_mut().enumerate() {
+    for (k, zk) in z.iter_mut().enumerate().take(N) {
         *zk = b2[k] + dot(&w2[k * hidden..(k + 1) * hidden], h);
     }
     z
@@ -567,7 +575,7 @@ mod tests {
                             }
                         }
                     }
-                    let blocks = outputs_any(&w2, &b2, &mut h);
+                    let blocks = outputs_any::<4>(&w2, &b2, &mut h);
                     assert_eq!(
                         blocks.map(f32::to_bits),
                         want.map(f32::to_bits),
@@ -582,12 +590,18 @@ mod tests {
                     64 => hidden_pre_any::<64, 32>(&b1, &w1, &x, &mut h),
                     _ => hidden_pre_any::<128, 64>(&b1, &w1, &x, &mut h),
                 }
-                let any = outputs_any(&w2, &b2, &mut h);
+                let any = outputs_any::<4>(&w2, &b2, &mut h);
                 assert_eq!(
                     any.map(f32::to_bits),
                     want.map(f32::to_bits),
                     "hidden {hidden}"
                 );
+                // The first three outputs alone: the same bits, the fourth 0.
+                let three = [want[0], want[1], want[2], 0.0].map(f32::to_bits);
+                let any3 = outputs_any::<3>(&w2, &b2, &mut h.clone());
+                assert_eq!(any3.map(f32::to_bits), three, "hidden {hidden}");
+                let first3 = outputs_first::<3>(&w2, &b2, &mut h.clone());
+                assert_eq!(first3.map(f32::to_bits), three, "hidden {hidden}");
             }
         }
     }

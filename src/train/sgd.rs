@@ -181,8 +181,10 @@ mod tests {
                     (wide.input_set, wide.hidden, wide.inputs()),
                     (set, h, set.count(v))
                 );
+                let mut x0 = SparseInputs::default();
+                net.encode(&b, &mut x0);
                 wide.encode(&b, &mut x);
-                let (y0, y1) = (net.eval_raw(&b), wide.forward(&x));
+                let (y0, y1) = (net.forward(&x0), wide.forward(&x));
                 for k in 0..OUTPUTS {
                     assert!((y0[k] - y1[k]).abs() < 1e-6, "{v} {set:?}: {y0:?} {y1:?}");
                 }
