@@ -433,7 +433,7 @@ impl InputSet {
 
     /// The largest count of each input of `variant` on a valid board (at most 15
     /// checkers a side): 1 for the units, 12 for the fourth unary unit, 15 for the
-    /// borne-off counts, [`super::features::FEATURE_MAX`] for the features.
+    /// borne-off counts, the table of `features.rs` (`FEATURE_MAX`) for the features.
     pub fn max_counts(self, variant: Variant) -> Vec<f32> {
         self.table(
             variant,
@@ -522,6 +522,9 @@ fn encode_counts_inline<const AVX2: bool>(
     board: &Board,
     out: &mut Counts,
 ) {
+    // The opponent's view first: its features read it with wide loads, which wait
+    // when they follow the narrower stores that built it too closely.
+    let mirrored = board.mirror(variant);
     *out = [0; MAX_INPUTS];
     for i in 1..=24 {
         let k = (i - 1) * 8;
@@ -568,7 +571,7 @@ fn encode_counts_inline<const AVX2: bool>(
     if set.features() > 0 {
         let n = num_inputs(variant);
         let own = side_counts_inline::<AVX2>(variant, board);
-        let opp = side_counts_inline::<AVX2>(variant, &board.mirror(variant));
+        let opp = side_counts_inline::<AVX2>(variant, &mirrored);
         for k in 0..SIDE_FEATURES {
             out[n + k] = own[k] as i16;
             out[n + SIDE_FEATURES + k] = opp[k] as i16;

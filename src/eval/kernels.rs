@@ -1,7 +1,9 @@
-//! The arithmetic of a net's forward pass ([`super::net::Net`]): the sparse first
-//! layer and the output dot products, written so that the compiler keeps a block of
-//! hidden sums in vector registers across all active inputs (instead of loading and
-//! storing every hidden sum once per input).
+//! The arithmetic of a net's `f32` forward pass ([`super::net::Net::forward`], which
+//! training uses; the evaluator's first layer is the integer one of
+//! [`super::first_layer`]): the sparse first layer and the output dot products (these
+//! the evaluator shares), written so that the compiler keeps a block of hidden sums in
+//! vector registers across all active inputs (instead of loading and storing every
+//! hidden sum once per input).
 //!
 //! On x86-64 the same code is compiled twice, for the baseline (SSE2) and with AVX2,
 //! and the AVX2 version is used when the CPU has it (checked once, at run time); on a

@@ -1,4 +1,4 @@
-//! Small multilayer perceptrons per variant with allocation-free f32 inference and a
+//! Small multilayer perceptrons per variant with allocation-free inference and a
 //! simple checksummed file format. They are trained by the project's own tools
 //! ([`crate::train`]): TD(λ) self-play after Tesauro's TD-Gammon (1992/1995), then
 //! supervised fits to positions from self-play labelled by the engine's own search
@@ -14,8 +14,15 @@
 //! A file holds one [`Nets`]: a net for every position, or a contact net and a race
 //! net (no contact, [`has_contact`]) as in GNU Backgammon and wildbg.
 //!
-//! The first layer is evaluated sparsely: each non-zero input adds its weight column
-//! (stored input-major, contiguous) to the hidden sums.
+//! The weights are stored and trained as `f32`. The evaluator ([`Net::eval_raw`],
+//! [`Nets::eval_many`]) runs the first layer in fixed point instead
+//! ([`super::first_layer`]): every input is an integer count over a fixed scale, so
+//! the hidden sums are exact integers, each board's can start from the previous
+//! board's (the plays of one roll), and the result is the same bits either way.
+//! Training's forward pass ([`Net::forward`]) stays in `f32`; the two differ by the
+//! rounding of the weights (under 10^-3 in an output). Either way the first layer is
+//! sparse: each non-zero input adds its weight row (stored input-major, contiguous)
+//! to the hidden sums.
 //!
 //! # File format `.tnet` version 2 (all little-endian)
 //!
