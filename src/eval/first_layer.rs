@@ -8,7 +8,7 @@
 //! unit's pre-activation is `2^-shift · (B + Σ count · W)`, summed in `i32`.
 //!
 //! Integer sums are exact, so they do not depend on the order of the adds. That is
-//! what lets a run of boards share work ([`Chain`]): the hidden sums of a board are
+//! what lets a run of boards share work (`Chain`): the hidden sums of a board are
 //! those of the previous board plus `(count − previous count) · W` over the inputs
 //! whose counts differ (children of one position differ in about 17 of their 61
 //! active inputs, docs/performance.md), and the result is the same bits as summing
@@ -103,7 +103,7 @@ impl FirstLayer {
         }
     }
 
-    /// Fractional bits of the fixed point .
+    /// Fractional bits of the fixed point (23 or 24 for the committed nets).
     pub fn shift(&self) -> i32 {
         self.shift
     }
@@ -156,8 +156,8 @@ fn add_changes(
 ) {
     assert!(w.len() >= inputs * hidden && acc.len() >= hidden && inputs <= MAX_INPUTS);
     #[cfg(target_arch = "x86_64")]
-    if hidden == 128 && std::arch::is_x86_feature_detected!("avx512f") {
-        // SAFETY: the CPU has AVX-512F (and so AVX2 and BMI1); shapes checked above.
+    if hidden == 128 && super::net::has_avx2() && std::arch::is_x86_feature_detected!("avx512f") {
+        // SAFETY: the CPU has AVX-512F, AVX2 and BMI1; shapes checked above.
         return unsafe { add_changes128_avx512(w, inputs, cur, prev, acc) };
     }
     #[cfg(target_arch = "x86_64")]
@@ -342,7 +342,7 @@ unsafe fn add_changes128_avx512(
 
 /// Evaluates a run of boards with one net, each board's hidden sums updated from the
 /// previous board's ([`FirstLayer::update`]): the same bits as evaluating each alone.
-pub struct Chain {
+pub(crate) struct Chain {
     /// The counts of the previous board, then of the current one.
     counts: [Counts; 2],
     /// Which of `counts` holds the previous board's.
@@ -363,7 +363,7 @@ impl Default for Chain {
 
 impl Chain {
     /// A chain with no previous board.
-    pub const fn new() -> Chain {
+    pub(crate) const fn new() -> Chain {
         Chain {
             counts: [[0; MAX_INPUTS]; 2],
             prev: 0,
@@ -375,13 +375,13 @@ impl Chain {
 
     /// Forgets the previous board. Call it before a run of boards: a chain compares
     /// nets by address, and a dropped net's address may be reused.
-    pub fn reset(&mut self) {
+    pub(crate) fn reset(&mut self) {
         self.net = None;
     }
 
     /// The raw outputs of `net` for `board` (the mover's view, game not over).
     #[inline]
-    pub fn eval(&mut self, net: &Net, board: &crate::rules::board::Board) -> [f32; OUTPUTS] {
+    pub(crate) fn eval(&mut self, net: &Net, board: &crate::rules::board::Board) -> [f32; OUTPUTS] {
         let first = net.first_layer();
         let cur = 1 - self.prev;
         let [a, b] = &mut self.counts;

@@ -8,7 +8,7 @@
 //! On x86-64 the same code is compiled twice, for the baseline (SSE2) and with AVX2,
 //! and the AVX2 version is used when the CPU has it (checked once, at run time); on a
 //! CPU with AVX-512F the first layer's blocks of 128 hidden units use 16-float vectors
-//! ([`block128_avx512`]; valgrind hides AVX-512, so callgrind counts the AVX2 path). The
+//! (`block128_avx512`; valgrind hides AVX-512, so callgrind counts the AVX2 path). The
 //! operations and their order are the same in both, and the same as a plain loop: each
 //! hidden sum is its bias plus `value × weight` added input by input in input order,
 //! each product rounded before the add (no fused multiply-add; a unit of value 1 adds

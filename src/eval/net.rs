@@ -461,7 +461,7 @@ impl Nets {
 
     /// [`Nets::eval`] of each of `boards` into `out` (cleared first), each board's
     /// hidden sums updated from the previous board's when the same net reads both
-    /// ([`Chain`]): the same bits as [`Nets::eval`] one by one, with less work for
+    /// ([`super::first_layer`]): the same bits as [`Nets::eval`] one by one, with less work for
     /// boards that differ in few inputs (the plays of one roll).
     pub fn eval_many(&self, boards: &[Board], out: &mut Vec<Probabilities>) {
         thread_local! {
