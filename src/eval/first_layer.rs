@@ -173,6 +173,41 @@ fn add_changes(
     add_changes_any(w, hidden, inputs, cur, prev, acc)
 }
 
+/// Calls `f(j, cur[j] − prev[j])` for every input `j < inputs` whose count changed,
+/// in increasing `j`: 16 counts compared at a time (two mask bits per 16-bit lane;
+/// lanes at or above `inputs` hold zeros on both sides, so they never differ).
+///
+/// # Safety
+/// The CPU has AVX2 and BMI1; `inputs <= MAX_INPUTS`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,bmi1")]
+#[inline]
+unsafe fn for_each_change(
+    cur: &Counts,
+    prev: &Counts,
+    inputs: usize,
+    mut f: impl FnMut(usize, i32),
+) {
+    use std::arch::x86_64::*;
+    const { assert!(MAX_INPUTS.is_multiple_of(16)) };
+    for c in 0..inputs.div_ceil(16) {
+        // SAFETY: 16 counts from `16 c < MAX_INPUTS` (a multiple of 16).
+        let (x, y) = unsafe {
+            (
+                _mm256_loadu_si256(cur.as_ptr().add(16 * c) as *const __m256i),
+                _mm256_loadu_si256(prev.as_ptr().add(16 * c) as *const __m256i),
+            )
+        };
+        let mut m = !(_mm256_movemask_epi8(_mm256_cmpeq_epi16(x, y)) as u32);
+        while m != 0 {
+            let lane = (m.trailing_zeros() / 2) as usize;
+            m &= !(3 << (2 * lane));
+            let j = 16 * c + lane;
+            f(j, cur[j] as i32 - prev[j] as i32);
+        }
+    }
+}
+
 /// [`add_changes`] for 128 hidden units with AVX2: two passes over the changed
 /// inputs, each with 64 sums in eight 8-lane registers (AVX2 has 16 registers: too
 /// few for all 128 sums and a row).
@@ -193,24 +228,15 @@ unsafe fn add_changes128_avx2(
     // The changed inputs and their changes, found once for both passes.
     let (mut idx, mut delta) = ([0u16; MAX_INPUTS], [0i32; MAX_INPUTS]);
     let mut n = 0;
-    // SAFETY (every access below): 16 counts from `16 c < MAX_INPUTS`; `n` < the
-    // number of inputs; rows `j < inputs` of `w`, units `64 half..64 half + 64`; the
-    // first 128 entries of `acc` (the contract).
+    // SAFETY (every access below): `n` < the number of inputs; rows `j < inputs` of
+    // `w`, units `64 half..64 half + 64`; the first 128 entries of `acc` (the
+    // contract).
     unsafe {
-        for c in 0..inputs.div_ceil(16) {
-            let x = _mm256_loadu_si256(cur.as_ptr().add(16 * c) as *const __m256i);
-            let y = _mm256_loadu_si256(prev.as_ptr().add(16 * c) as *const __m256i);
-            let mut m = !(_mm256_movemask_epi8(_mm256_cmpeq_epi16(x, y)) as u32);
-            while m != 0 {
-                let lane = (m.trailing_zeros() / 2) as usize;
-                m &= !(3 << (2 * lane));
-                let j = 16 * c + lane;
-                *idx.get_unchecked_mut(n) = j as u16;
-                *delta.get_unchecked_mut(n) =
-                    *cur.get_unchecked(j) as i32 - *prev.get_unchecked(j) as i32;
-                n += 1;
-            }
-        }
+        for_each_change(cur, prev, inputs, |j, d| {
+            *idx.get_unchecked_mut(n) = j as u16;
+            *delta.get_unchecked_mut(n) = d;
+            n += 1;
+        });
         for half in 0..2 {
             let ap = acc.as_mut_ptr().add(64 * half);
             let mut a = [_mm256_setzero_si256(); 8];
@@ -295,45 +321,31 @@ unsafe fn add_changes128_avx512(
     acc: &mut [i32],
 ) {
     use std::arch::x86_64::*;
-    const { assert!(MAX_INPUTS.is_multiple_of(16)) };
-    // SAFETY (every access below): 16 counts from `16 c < MAX_INPUTS`; rows `j <
-    // inputs` of `w`; the first 128 entries of `acc` (the contract).
+    // SAFETY (every access below): rows `j < inputs` of `w`; the first 128 entries
+    // of `acc` (the contract).
     unsafe {
         let mut a = [_mm512_setzero_si512(); 8];
         for (k, ak) in a.iter_mut().enumerate() {
             *ak = _mm512_loadu_si512(acc.as_ptr().add(16 * k) as *const _);
         }
-        for c in 0..inputs.div_ceil(16) {
-            let x = _mm256_loadu_si256(cur.as_ptr().add(16 * c) as *const __m256i);
-            let y = _mm256_loadu_si256(prev.as_ptr().add(16 * c) as *const __m256i);
-            // Two mask bits per 16-bit lane; lanes at or above `inputs` hold zeros on
-            // both sides, so they never differ.
-            let mut m = !(_mm256_movemask_epi8(_mm256_cmpeq_epi16(x, y)) as u32);
-            while m != 0 {
-                let lane = (m.trailing_zeros() / 2) as usize;
-                m &= !(3 << (2 * lane));
-                let j = 16 * c + lane;
-                let d = *cur.get_unchecked(j) as i32 - *prev.get_unchecked(j) as i32;
-                let row = w.as_ptr().add(j * 128);
-                if d == 1 {
-                    for (k, ak) in a.iter_mut().enumerate() {
-                        *ak =
-                            _mm512_add_epi32(*ak, _mm512_loadu_si512(row.add(16 * k) as *const _));
-                    }
-                } else if d == -1 {
-                    for (k, ak) in a.iter_mut().enumerate() {
-                        *ak =
-                            _mm512_sub_epi32(*ak, _mm512_loadu_si512(row.add(16 * k) as *const _));
-                    }
-                } else {
-                    let f = _mm512_set1_epi32(d);
-                    for (k, ak) in a.iter_mut().enumerate() {
-                        let r = _mm512_loadu_si512(row.add(16 * k) as *const _);
-                        *ak = _mm512_add_epi32(*ak, _mm512_mullo_epi32(r, f));
-                    }
+        for_each_change(cur, prev, inputs, |j, d| {
+            let row = w.as_ptr().add(j * 128);
+            if d == 1 {
+                for (k, ak) in a.iter_mut().enumerate() {
+                    *ak = _mm512_add_epi32(*ak, _mm512_loadu_si512(row.add(16 * k) as *const _));
+                }
+            } else if d == -1 {
+                for (k, ak) in a.iter_mut().enumerate() {
+                    *ak = _mm512_sub_epi32(*ak, _mm512_loadu_si512(row.add(16 * k) as *const _));
+                }
+            } else {
+                let f = _mm512_set1_epi32(d);
+                for (k, ak) in a.iter_mut().enumerate() {
+                    let r = _mm512_loadu_si512(row.add(16 * k) as *const _);
+                    *ak = _mm512_add_epi32(*ak, _mm512_mullo_epi32(r, f));
                 }
             }
-        }
+        });
         for (k, ak) in a.iter().enumerate() {
             _mm512_storeu_si512(acc.as_mut_ptr().add(16 * k) as *mut _, *ak);
         }

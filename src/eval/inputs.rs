@@ -175,20 +175,16 @@ const COMPACT: [[u32; 8]; 256] = {
     t
 };
 
-/// The four unary units for a count 0..=15.
+/// The four unary units for a count 0..=15: [`UNARY_COUNTS`] over their scales (the
+/// fourth `(c - 3) / 2`).
 const UNARY: [[f32; 4]; 16] = {
     let mut t = [[0.0f32; 4]; 16];
-    let mut c = 1;
+    let mut c = 0;
     while c < 16 {
-        t[c][0] = 1.0;
-        if c >= 2 {
-            t[c][1] = 1.0;
-        }
-        if c >= 3 {
-            t[c][2] = 1.0;
-        }
-        if c >= 4 {
-            t[c][3] = (c as f32 - 3.0) / 2.0;
+        let mut k = 0;
+        while k < 4 {
+            t[c][k] = UNARY_COUNTS[c][k] as f32 / if k == 3 { 2.0 } else { 1.0 };
+            k += 1;
         }
         c += 1;
     }
