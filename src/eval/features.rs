@@ -594,7 +594,8 @@ pub(crate) fn feature_scales(variant: Variant) -> [f32; SIDE_FEATURES] {
 /// by the table of [`side_features`]: 15 × 25 pips; 25 for the rear point; 36 rolls;
 /// runs and quarters of 6; 15 checkers outside home, 15 × 19 pips to bring them home;
 /// 24 points; 15 × 25 pips behind; 36 × 24 pips of hits; 15 × 36 × 19 for the
-/// mobility. The integer first layer ([`super::net`]) sizes its fixed point from them.
+/// mobility. The integer first layer ([`super::first_layer`]) sizes its fixed point
+/// from them.
 pub(crate) const FEATURE_MAX: [u32; SIDE_FEATURES] = [
     375, 25, 36, 6, 36, 36, 15, 285, 24, 6, 375, 6, 24, 1, 36, 16, 864, 36, 10_260, 6,
 ];

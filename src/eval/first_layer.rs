@@ -50,48 +50,60 @@ pub struct FirstLayer {
 }
 
 impl FirstLayer {
-    /// The fixed-point form of `net`'s first layer.
-    ///
-    /// Panics if even `shift = 0` cannot keep every sum in `i32` (first-layer weights
-    /// above about 10^5: no trained net comes near).
-    pub fn new(net: &Net) -> FirstLayer {
+    /// The fixed-point form of `net`'s first layer, or `None` when no shift keeps
+    /// every sum in `i32` or a weight is not finite (first-layer weights of about
+    /// 10^7 or more: no trained net comes near; [`super::net::Nets::from_bytes`]
+    /// rejects such files).
+    pub fn new(net: &Net) -> Option<FirstLayer> {
         let (hidden, inputs) = (net.hidden, net.inputs());
+        let finite = |v: &[f32]| v.iter().all(|x| x.is_finite());
+        if !(finite(&net.w1) && finite(&net.b1) && finite(&net.w2) && finite(&net.b2)) {
+            return None;
+        }
         let scales = net.input_set.scales(net.variant);
         let max = net.input_set.max_counts(net.variant);
-        let quantise = |shift: i32| {
-            let f = (2.0f64).powi(shift);
-            let w: Vec<i64> = (0..inputs * hidden)
-                .map(|k| (net.w1[k] as f64 / scales[k / hidden] as f64 * f).round() as i64)
-                .collect();
-            let b: Vec<i64> = net
-                .b1
-                .iter()
-                .map(|&x| (x as f64 * f).round() as i64)
-                .collect();
-            // The largest |sum| any board can give, unit by unit: each side's checker
-            // units count at most its 15 checkers in all (`checker_side`), so they
-            // add at most 15 times their largest weight; every other input at most
-            // its largest count times its weight.
-            let fits = (0..hidden).all(|h| {
-                let mut side = [0i64; 2];
-                let mut s = b[h].abs();
-                for j in 0..inputs {
-                    let x = w[j * hidden + h].abs();
-                    match net.input_set.checker_side(net.variant, j) {
-                        Some(k) => side[k] = side[k].max(x),
-                        None => s += x * max[j] as i64,
+        let side = |j: usize| net.input_set.checker_side(net.variant, j);
+        // The largest |sum| any board can give, unit by unit, for weights `w` (the
+        // scaled weights in fixed point, or the float ones): each side's checker units
+        // count at most its 15 checkers in all (`checker_side`), so they add at most
+        // 15 times their largest weight; every other input at most its largest count
+        // times its weight.
+        let bound = |w: &dyn Fn(usize) -> f64, b: &dyn Fn(usize) -> f64| {
+            (0..hidden)
+                .map(|h| {
+                    let (mut sides, mut s) = ([0f64; 2], b(h).abs());
+                    for (j, &m) in max.iter().enumerate().take(inputs) {
+                        let x = w(j * hidden + h).abs();
+                        match side(j) {
+                            Some(k) => sides[k] = sides[k].max(x),
+                            None => s += x * m as f64,
+                        }
                     }
-                }
-                s + 15 * (side[0] + side[1]) <= i32::MAX as i64
-            });
-            fits.then_some((w, b))
+                    s + 15.0 * (sides[0] + sides[1])
+                })
+                .fold(0.0, f64::max)
         };
-        let (shift, (w, b)) = (0..=MAX_SHIFT)
-            .rev()
-            .find_map(|s| quantise(s).map(|q| (s, q)))
-            .expect("first-layer weights too large for a 32-bit fixed point");
+        let unit = |k: usize| net.w1[k] as f64 / scales[k / hidden] as f64;
+        let fixed = |shift: i32| {
+            let f = (2.0f64).powi(shift);
+            let w: Vec<f64> = (0..inputs * hidden)
+                .map(|k| (unit(k) * f).round())
+                .collect();
+            let b: Vec<f64> = net.b1.iter().map(|&x| (x as f64 * f).round()).collect();
+            // Exact in f64: integers far below 2^53.
+            (bound(&|k| w[k], &|h| b[h]) <= i32::MAX as f64).then_some((w, b))
+        };
+        // The float bound gives the shift (rounding adds at most half a unit per
+        // weight, checked on the rounded weights).
+        let estimate = bound(&unit, &|h| net.b1[h] as f64);
+        let start = if estimate > 0.0 {
+            ((i32::MAX as f64 / estimate).log2().floor() as i32).clamp(0, MAX_SHIFT)
+        } else {
+            MAX_SHIFT
+        };
+        let (shift, (w, b)) = (0..=start).rev().find_map(|s| fixed(s).map(|q| (s, q)))?;
         let down = (2.0f32).powi(-shift);
-        FirstLayer {
+        Some(FirstLayer {
             hidden,
             inputs,
             shift,
@@ -100,7 +112,7 @@ impl FirstLayer {
             w2: net.w2.iter().map(|&x| x * down).collect(),
             b2: net.b2,
             draws: net.variant == crate::rules::Variant::Plakoto,
-        }
+        })
     }
 
     /// Fractional bits of the fixed point (23 or 24 for the committed nets).
@@ -175,7 +187,7 @@ fn add_changes(
 
 /// Calls `f(j, cur[j] − prev[j])` for every input `j < inputs` whose count changed,
 /// in increasing `j`: 16 counts compared at a time (two mask bits per 16-bit lane;
-/// lanes at or above `inputs` hold zeros on both sides, so they never differ).
+/// the lanes of the last 16 at or above `inputs` are masked off, whatever they hold).
 ///
 /// # Safety
 /// The CPU has AVX2 and BMI1; `inputs <= MAX_INPUTS`.
@@ -198,7 +210,9 @@ unsafe fn for_each_change(
                 _mm256_loadu_si256(prev.as_ptr().add(16 * c) as *const __m256i),
             )
         };
-        let mut m = !(_mm256_movemask_epi8(_mm256_cmpeq_epi16(x, y)) as u32);
+        let lanes = (inputs - 16 * c).min(16);
+        let mut m = !(_mm256_movemask_epi8(_mm256_cmpeq_epi16(x, y)) as u32)
+            & (u64::MAX >> (64 - 2 * lanes)) as u32;
         while m != 0 {
             let lane = (m.trailing_zeros() / 2) as usize;
             m &= !(3 << (2 * lane));
@@ -309,8 +323,8 @@ unsafe fn add_changes_avx2(
 /// subtracts the row; others multiply it).
 ///
 /// # Safety
-/// The CPU has AVX-512F; `w.len() >= inputs * 128`, `acc.len() >= 128`, `inputs <=
-/// MAX_INPUTS`.
+/// The CPU has AVX-512F, AVX2 and BMI1; `w.len() >= inputs * 128`, `acc.len() >=
+/// 128`, `inputs <= MAX_INPUTS`.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx2,bmi1")]
 unsafe fn add_changes128_avx512(
@@ -522,12 +536,48 @@ mod tests {
                     let a = run(&|a| unsafe { add_changes_avx2(&w, 128, inputs, &cur, &prev, a) });
                     assert_eq!(a, want, "seed {seed}");
                 }
-                if std::arch::is_x86_feature_detected!("avx512f") {
-                    // SAFETY: the CPU has AVX-512F; shapes as the contract asks.
+                if crate::eval::net::has_avx2() && std::arch::is_x86_feature_detected!("avx512f") {
+                    // SAFETY: the CPU has AVX-512F, AVX2 and BMI1; shapes as the
+                    // contract asks.
                     let a = run(&|a| unsafe { add_changes128_avx512(&w, inputs, &cur, &prev, a) });
                     assert_eq!(a, want, "seed {seed}");
                 }
             }
+        }
+    }
+
+    #[test]
+    fn counts_past_the_inputs_are_not_read() {
+        // A public `Counts` may hold anything past the net's inputs: the kernels read
+        // only the rows of inputs below `inputs` (244 for Portes, so lanes 244..256
+        // of the last 16 are masked off).
+        let nets = Nets::from_bytes(default_bytes(Variant::Portes)).unwrap();
+        let (net, first) = (&nets.main, nets.main.first_layer());
+        let b = random_play_boards(Variant::Portes, 2, 1)[0];
+        let mut c = [0i16; MAX_INPUTS];
+        net.input_set.encode_counts(net.variant, &b, &mut c);
+        let (mut want, mut got) = ([0i32; 128], [0i32; 128]);
+        first.sums(&c, &mut want);
+        c[net.inputs()..].fill(7);
+        first.sums(&c, &mut got);
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn files_the_fixed_point_cannot_hold_are_rejected() {
+        let nets = Nets::from_bytes(default_bytes(Variant::Fevga)).unwrap();
+        for bad in [f32::NAN, f32::INFINITY, 1e12] {
+            let mut n = nets.clone();
+            n.main.w1[5] = bad;
+            n.main.weights_changed();
+            assert!(FirstLayer::new(&n.main).is_none(), "{bad}");
+            assert!(
+                matches!(
+                    Nets::from_bytes(&n.to_bytes()),
+                    Err(crate::eval::net::NetError::BadWeights(_))
+                ),
+                "{bad}"
+            );
         }
     }
 

@@ -92,8 +92,8 @@ fn outputs_avx2_first<const N: usize>(w2: &[f32], b2: &[f32; 4], h: &mut [f32]) 
     let mut acc = [_mm256_setzero_ps(); N];
     let zero = _mm256_setzero_ps();
     for c in 0..chunks {
-        // SAFETY: `8 * c + 8 <= hidden`, and row `k < 4` of `w2` starts at
-        // `k * hidden` with `4 * hidden <= w2.len()`: every access is in bounds.
+        // SAFETY: `8 * c + 8 <= hidden`, and row `k < N` of `w2` starts at
+        // `k * hidden` with `N * hidden <= w2.len()`: every access is in bounds.
         // The activation as the chunk is read, instead of a pass over `h` before (one
         // `vmaxps`, zero second: a NaN gives 0 as `f32::max` does; a zero's sign
         // cannot change the sums, which start at +0 and so are never -0).

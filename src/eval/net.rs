@@ -95,6 +95,9 @@ pub enum NetError {
     BadLength { expected: usize, found: usize },
     /// The stored FNV-1a checksum does not match the content.
     ChecksumMismatch { stored: u32, computed: u32 },
+    /// Weights that are not finite, or first-layer weights too large for the
+    /// evaluator's fixed point ([`FirstLayer::new`]).
+    BadWeights(String),
     /// Reading or writing the file failed.
     Io(String),
 }
@@ -113,6 +116,7 @@ impl std::fmt::Display for NetError {
                 f,
                 "checksum mismatch: stored {stored:#010x}, computed {computed:#010x}"
             ),
+            NetError::BadWeights(s) => write!(f, "bad weights: {s}"),
             NetError::Io(s) => write!(f, "i/o error: {s}"),
         }
     }
@@ -163,9 +167,9 @@ pub struct Net {
     pub first: FirstLayerCache,
 }
 
-/// A net's [`FirstLayer`], built on first use. Not part of the net's value: clones
-/// share nothing with the original's cache once either changes, and nets compare
-/// equal whether or not theirs is built.
+/// A net's [`FirstLayer`], built on first use (or when a file is read). Not part of
+/// the net's value: nets compare equal whether or not theirs is built, and a clone
+/// gets a copy of it.
 #[derive(Clone, Default)]
 pub struct FirstLayerCache(OnceLock<Box<FirstLayer>>);
 
@@ -311,11 +315,32 @@ impl Net {
     /// The integer first layer of this net ([`Net::eval_raw`]), built on first use.
     #[inline]
     pub fn first_layer(&self) -> &FirstLayer {
-        self.first.0.get_or_init(|| Box::new(FirstLayer::new(self)))
+        self.first.0.get_or_init(|| {
+            Box::new(FirstLayer::new(self).expect(
+                "weights not finite or too large for the fixed point (files with such weights \
+                 are rejected when read)",
+            ))
+        })
+    }
+
+    /// The raw outputs of training's `f32` forward pass ([`Net::forward`]) for a board
+    /// (the mover's view, game not over): what TD(λ) self-play evaluates with, as its
+    /// net changes after every game. [`Net::eval_raw`] is the evaluator's.
+    pub fn eval_raw_f32(&self, board: &Board) -> [f32; OUTPUTS] {
+        thread_local! {
+            static X: std::cell::RefCell<SparseInputs> = const {
+                std::cell::RefCell::new(SparseInputs::EMPTY)
+            };
+        }
+        X.with(|x| {
+            let x = &mut *x.borrow_mut();
+            self.encode(board, x);
+            self.forward(x)
+        })
     }
 
     /// Drops the integer first layer built from the old weights: call it after
-    /// changing `w1`, `b1`, `w2` or `b2`.
+    /// changing the weights (`w1`, `b1`, `w2`, `b2`) or the shape fields.
     pub fn weights_changed(&mut self) {
         self.first = FirstLayerCache::default();
     }
@@ -587,16 +612,29 @@ impl Nets {
         if stored != computed {
             return Err(NetError::ChecksumMismatch { stored, computed });
         }
-        let mut read = nets.into_iter().map(|(_, set, hidden, games, at)| {
+        let read = nets.into_iter().map(|(_, set, hidden, games, at)| {
             let floats = set.count(variant) * hidden + hidden + OUTPUTS * hidden + OUTPUTS;
             Net::read_weights(variant, set, hidden, games, &bytes[at..at + 4 * floats])
         });
-        let main = read.next().expect("at least one net");
+        let mut read = read.map(|net| {
+            // The evaluator's fixed point, built now: a file it cannot hold is an
+            // error here, not a panic at the first evaluation.
+            let first = FirstLayer::new(&net).ok_or_else(|| {
+                NetError::BadWeights(
+                    "not finite, or too large for the evaluator's fixed point".into(),
+                )
+            })?;
+            // The cache is empty: the net was just read.
+            let _ = net.first.0.set(Box::new(first));
+            Ok(net)
+        });
+        let main = read.next().expect("at least one net")?;
+        let race = read.next().transpose()?;
         Ok(Nets {
             variant,
             generation,
             main,
-            race: read.next(),
+            race,
         })
     }
 

@@ -276,7 +276,7 @@ impl Trainer {
         let v = self.net.variant;
         match play_outcome(v, play) {
             Some(o) => outcome_vector(o),
-            None => flip_vector(self.net.eval_raw(&play.mirror(v))),
+            None => flip_vector(self.net.eval_raw_f32(&play.mirror(v))),
         }
     }
 
