@@ -202,23 +202,32 @@ unsafe fn for_each_change(
 ) {
     use std::arch::x86_64::*;
     const { assert!(MAX_INPUTS.is_multiple_of(16)) };
-    for c in 0..inputs.div_ceil(16) {
-        // SAFETY: 16 counts from `16 c < MAX_INPUTS` (a multiple of 16).
-        let (x, y) = unsafe {
-            (
-                _mm256_loadu_si256(cur.as_ptr().add(16 * c) as *const __m256i),
-                _mm256_loadu_si256(prev.as_ptr().add(16 * c) as *const __m256i),
-            )
-        };
-        let lanes = (inputs - 16 * c).min(16);
-        let mut m = !(_mm256_movemask_epi8(_mm256_cmpeq_epi16(x, y)) as u32)
-            & (u64::MAX >> (64 - 2 * lanes)) as u32;
-        while m != 0 {
-            let lane = (m.trailing_zeros() / 2) as usize;
-            m &= !(3 << (2 * lane));
-            let j = 16 * c + lane;
-            f(j, cur[j] as i32 - prev[j] as i32);
+    assert!(inputs <= MAX_INPUTS);
+    // The changed lanes of counts `16 c..16 c + 16` among `mask`'s.
+    let mut scan = |c: usize, mask: u32| {
+        // SAFETY: `16 c + 16 <= MAX_INPUTS` (`c < ⌈inputs / 16⌉`, MAX_INPUTS a
+        // multiple of 16), and so is every `j` below.
+        unsafe {
+            let x = _mm256_loadu_si256(cur.as_ptr().add(16 * c) as *const __m256i);
+            let y = _mm256_loadu_si256(prev.as_ptr().add(16 * c) as *const __m256i);
+            let mut m = !(_mm256_movemask_epi8(_mm256_cmpeq_epi16(x, y)) as u32) & mask;
+            while m != 0 {
+                let lane = (m.trailing_zeros() / 2) as usize;
+                m &= !(3 << (2 * lane));
+                let j = 16 * c + lane;
+                f(
+                    j,
+                    *cur.get_unchecked(j) as i32 - *prev.get_unchecked(j) as i32,
+                );
+            }
         }
+    };
+    let full = inputs / 16;
+    for c in 0..full {
+        scan(c, u32::MAX);
+    }
+    if inputs % 16 != 0 {
+        scan(full, (1u32 << (2 * (inputs % 16))) - 1);
     }
 }
 
