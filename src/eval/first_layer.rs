@@ -226,7 +226,7 @@ unsafe fn for_each_change(
     for c in 0..full {
         scan(c, u32::MAX);
     }
-    if inputs % 16 != 0 {
+    if !inputs.is_multiple_of(16) {
         scan(full, (1u32 << (2 * (inputs % 16))) - 1);
     }
 }
