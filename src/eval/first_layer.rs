@@ -94,11 +94,12 @@ impl FirstLayer {
             // Exact in f64: integers far below 2^53.
             (bound(&|k| w[k], &|h| b[h]) <= i32::MAX as f64).then_some((w, b))
         };
-        // The float bound gives the shift (rounding adds at most half a unit per
-        // weight, checked on the rounded weights).
+        // The float bound gives the shift to within one (rounding moves each weight by
+        // at most half a unit); the rounded weights are checked from one above it
+        // down, so the shift is the largest that fits.
         let estimate = bound(&unit, &|h| net.b1[h] as f64);
         let start = if estimate > 0.0 {
-            ((i32::MAX as f64 / estimate).log2().floor() as i32).clamp(0, MAX_SHIFT)
+            ((i32::MAX as f64 / estimate).log2().floor() as i32 + 1).clamp(0, MAX_SHIFT)
         } else {
             MAX_SHIFT
         };
