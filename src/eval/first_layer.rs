@@ -10,7 +10,7 @@
 //! Integer sums are exact, so they do not depend on the order of the adds. That is
 //! what lets a run of boards share work (`Chain`): the hidden sums of a board are
 //! those of the previous board plus `(count − previous count) · W` over the inputs
-//! whose counts differ (children of one position differ in about 17 of their 61
+//! whose counts differ (consecutive plays of one roll differ in about 14 of their 61
 //! active inputs, docs/performance.md), and the result is the same bits as summing
 //! from the bias. `shift` is the largest (at most 30) for which no board's sum can
 //! leave `i32` (from the largest count of each input, [`InputSet::max_counts`]); the
