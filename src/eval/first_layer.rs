@@ -452,6 +452,23 @@ impl Chain {
     }
 }
 
+/// Runs `f` with this thread's [`Chain`], reset (no previous board): one chain per
+/// thread, reused by every evaluation (a constant initialiser, so no lazy set-up
+/// check per call). `f` must not evaluate through it again (a `RefCell`).
+#[inline]
+pub(crate) fn with_chain<R>(f: impl FnOnce(&mut Chain) -> R) -> R {
+    thread_local! {
+        static CHAIN: std::cell::RefCell<Chain> = const {
+            std::cell::RefCell::new(Chain::new())
+        };
+    }
+    CHAIN.with(|c| {
+        let c = &mut *c.borrow_mut();
+        c.reset();
+        f(c)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -697,7 +697,7 @@ mod tests {
                         side[k] += counts[j] as i32;
                     }
                 }
-                // The checker units of a side count at most its 15 checkers.
+                // R1: each side has 15 checkers, so its checker units count at most 15.
                 assert!(side[0] <= 15 && side[1] <= 15, "{v:?} {side:?}");
             }
             // Random play reaches counts above 1 (the fourth unary unit, the

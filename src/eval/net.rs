@@ -61,7 +61,7 @@
 //! generation are embedded in the binary ([`load_default`]).
 
 use super::features::has_contact;
-use super::first_layer::{Chain, FirstLayer};
+use super::first_layer::{with_chain, FirstLayer};
 use super::inputs::{InputSet, SparseInputs};
 use super::{Evaluator, Probabilities};
 use crate::rules::board::Board;
@@ -292,18 +292,7 @@ impl Net {
     /// 9,000 positions from random play (3·10^-4 at most in 50,000).
     #[inline]
     pub fn eval_raw(&self, board: &Board) -> [f32; OUTPUTS] {
-        // One chain per thread, reused (a constant initialiser, so no lazy set-up
-        // check per call).
-        thread_local! {
-            static CHAIN: std::cell::RefCell<Chain> = const {
-                std::cell::RefCell::new(Chain::new())
-            };
-        }
-        CHAIN.with(|c| {
-            let c = &mut *c.borrow_mut();
-            c.reset();
-            c.eval(self, board)
-        })
+        with_chain(|c| c.eval(self, board))
     }
 
     /// Consistent probabilities for a board (the mover's view, game not over).
@@ -489,15 +478,8 @@ impl Nets {
     /// ([`super::first_layer`]): the same bits as [`Nets::eval`] one by one, with less work for
     /// boards that differ in few inputs (the plays of one roll).
     pub fn eval_many(&self, boards: &[Board], out: &mut Vec<Probabilities>) {
-        thread_local! {
-            static CHAIN: std::cell::RefCell<Chain> = const {
-                std::cell::RefCell::new(Chain::new())
-            };
-        }
         out.clear();
-        CHAIN.with(|c| {
-            let c = &mut *c.borrow_mut();
-            c.reset();
+        with_chain(|c| {
             out.extend(
                 boards
                     .iter()
