@@ -126,7 +126,7 @@ impl FirstLayer {
     }
 
     /// The fixed-point weights, `inputs × hidden`, input-major. Stored in 64-byte
-    /// aligned blocks, so that with 128 hidden units every row starts on a cache line
+    /// aligned blocks, so that with 128 or 256 hidden units every row starts on a cache line
     /// and no 64-byte load of the AVX-512 kernel straddles two.
     #[inline]
     fn w(&self) -> &[i32] {
@@ -198,14 +198,18 @@ fn add_changes(
 ) {
     assert!(w.len() >= inputs * hidden && acc.len() >= hidden && inputs <= MAX_INPUTS);
     #[cfg(target_arch = "x86_64")]
-    if hidden == 128 && super::net::has_avx2() && std::arch::is_x86_feature_detected!("avx512f") {
+    if super::net::has_avx2() && std::arch::is_x86_feature_detected!("avx512f") {
         // SAFETY: the CPU has AVX-512F, AVX2 and BMI1; shapes checked above.
-        return unsafe { add_changes128_avx512(w, inputs, cur, prev, acc) };
+        match hidden {
+            128 => return unsafe { add_changes_avx512::<8>(w, inputs, cur, prev, acc) },
+            256 => return unsafe { add_changes_avx512::<16>(w, inputs, cur, prev, acc) },
+            _ => {}
+        }
     }
     #[cfg(target_arch = "x86_64")]
-    if hidden == 128 && super::net::has_avx2() {
+    if hidden.is_multiple_of(64) && super::net::has_avx2() {
         // SAFETY: the CPU has AVX2 and BMI1 (`has_avx2`); shapes checked above.
-        return unsafe { add_changes128_avx2(w, inputs, cur, prev, acc) };
+        return unsafe { add_changes_avx2_by64(w, hidden, inputs, cur, prev, acc) };
     }
     #[cfg(target_arch = "x86_64")]
     if super::net::has_avx2() {
@@ -249,43 +253,45 @@ macro_rules! for_each_change {
     }};
 }
 
-/// [`add_changes`] for 128 hidden units with AVX2: two passes over the changed
-/// inputs, each with 64 sums in eight 8-lane registers (AVX2 has 16 registers: too
-/// few for all 128 sums and a row).
+/// [`add_changes`] for a multiple of 64 hidden units with AVX2: one pass over the
+/// changed inputs per 64 units, each with 64 sums in eight 8-lane registers (AVX2 has
+/// 16 registers: too few for 128 sums and a row).
 ///
 /// # Safety
-/// The CPU has AVX2 and BMI1; `w.len() >= inputs * 128`, `acc.len() >= 128`,
-/// `inputs <= MAX_INPUTS`.
+/// The CPU has AVX2 and BMI1; `hidden` is a multiple of 64, `w.len() >= inputs *
+/// hidden`, `acc.len() >= hidden`, `inputs <= MAX_INPUTS`.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,bmi1")]
-unsafe fn add_changes128_avx2(
+unsafe fn add_changes_avx2_by64(
     w: &[i32],
+    hidden: usize,
     inputs: usize,
     cur: &Counts,
     prev: &Counts,
     acc: &mut [i32],
 ) {
     use std::arch::x86_64::*;
-    // The changed inputs and their changes, found once for both passes.
+    debug_assert!(hidden.is_multiple_of(64));
+    // The changed inputs and their changes, found once for all passes.
     let (mut idx, mut delta) = ([0u16; MAX_INPUTS], [0i32; MAX_INPUTS]);
     let mut n = 0;
     // SAFETY (every access below): `n` < the number of inputs; rows `j < inputs` of
-    // `w`, units `64 half..64 half + 64`; the first 128 entries of `acc` (the
-    // contract).
+    // `w`, units `64 part..64 part + 64` (below `hidden`); the first `hidden` entries
+    // of `acc` (the contract).
     unsafe {
         for_each_change!(cur, prev, inputs, |j, d| {
             *idx.get_unchecked_mut(n) = j as u16;
             *delta.get_unchecked_mut(n) = d;
             n += 1;
         });
-        for half in 0..2 {
-            let ap = acc.as_mut_ptr().add(64 * half);
+        for part in 0..hidden / 64 {
+            let ap = acc.as_mut_ptr().add(64 * part);
             let mut a = [_mm256_setzero_si256(); 8];
             for (k, ak) in a.iter_mut().enumerate() {
                 *ak = _mm256_loadu_si256(ap.add(8 * k) as *const __m256i);
             }
             for (&j, &d) in idx[..n].iter().zip(&delta[..n]) {
-                let row = w.as_ptr().add(j as usize * 128 + 64 * half);
+                let row = w.as_ptr().add(j as usize * hidden + 64 * part);
                 let r = |k: usize| _mm256_loadu_si256(row.add(8 * k) as *const __m256i);
                 if d == 1 {
                     for (k, ak) in a.iter_mut().enumerate() {
@@ -344,17 +350,18 @@ unsafe fn add_changes_avx2(
     add_changes_any(w, hidden, inputs, cur, prev, acc)
 }
 
-/// [`add_changes`] for 128 hidden units with AVX-512F: the 128 sums stay in eight
-/// 16-lane registers while 16 counts at a time are compared with the previous ones
-/// and only the changed inputs' rows are read (a change of ±1, most of them, adds or
-/// subtracts the row; others multiply it).
+/// [`add_changes`] for `16 K` hidden units with AVX-512F (`K` = 8 or 16: 128 or 256
+/// units): the sums stay in `K` 16-lane registers (of the 32) while 16 counts at a
+/// time are compared with the previous ones and only the changed inputs' rows are
+/// read (a change of ±1, most of them, adds or subtracts the row; others multiply
+/// it).
 ///
 /// # Safety
-/// The CPU has AVX-512F, AVX2 and BMI1; `w.len() >= inputs * 128`, `acc.len() >=
-/// 128`, `inputs <= MAX_INPUTS`.
+/// The CPU has AVX-512F, AVX2 and BMI1; `w.len() >= inputs * 16 K`, `acc.len() >=
+/// 16 K`, `inputs <= MAX_INPUTS`.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx2,bmi1")]
-unsafe fn add_changes128_avx512(
+unsafe fn add_changes_avx512<const K: usize>(
     w: &[i32],
     inputs: usize,
     cur: &Counts,
@@ -362,15 +369,16 @@ unsafe fn add_changes128_avx512(
     acc: &mut [i32],
 ) {
     use std::arch::x86_64::*;
-    // SAFETY (every access below): rows `j < inputs` of `w`; the first 128 entries
-    // of `acc` (the contract).
+    const { assert!(K == 8 || K == 16) };
+    // SAFETY (every access below): rows `j < inputs` of `w`; the first `16 K`
+    // entries of `acc` (the contract).
     unsafe {
-        let mut a = [_mm512_setzero_si512(); 8];
+        let mut a = [_mm512_setzero_si512(); K];
         for (k, ak) in a.iter_mut().enumerate() {
             *ak = _mm512_loadu_si512(acc.as_ptr().add(16 * k) as *const _);
         }
         for_each_change!(cur, prev, inputs, |j, d| {
-            let row = w.as_ptr().add(j * 128);
+            let row = w.as_ptr().add(j * 16 * K);
             if d == 1 {
                 for (k, ak) in a.iter_mut().enumerate() {
                     *ak = _mm512_add_epi32(*ak, _mm512_loadu_si512(row.add(16 * k) as *const _));
@@ -474,7 +482,7 @@ mod tests {
     use super::*;
     use crate::eval::features::tests::random_play_boards;
     use crate::eval::inputs::SparseInputs;
-    use crate::eval::net::{default_bytes, Nets};
+    use crate::eval::net::{default_bytes, Nets, MAX_HIDDEN};
     use crate::eval::Probabilities;
     use crate::rules::Variant;
     use rand::{Rng, SeedableRng};
@@ -537,11 +545,11 @@ mod tests {
         }
     }
 
-    /// Random weights for `inputs` × 128 and random counts, each below its input's
-    /// largest.
-    fn random_layer(seed: u64, inputs: usize) -> (Vec<i32>, Counts, Counts) {
+    /// Random weights for `inputs` × `hidden` and random counts, each below its
+    /// input's largest.
+    fn random_layer(seed: u64, inputs: usize, hidden: usize) -> (Vec<i32>, Counts, Counts) {
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-        let w = (0..inputs * 128)
+        let w = (0..inputs * hidden)
             .map(|_| rng.random_range(-(1 << 24)..(1 << 24)))
             .collect();
         let mut c = [[0i16; MAX_INPUTS]; 2];
@@ -559,12 +567,18 @@ mod tests {
 
     #[test]
     fn the_vector_kernels_give_the_plain_loops_sums() {
-        for (seed, inputs) in [(1, 244), (2, 288), (3, 240), (4, 17)] {
-            let (w, cur, prev) = random_layer(seed, inputs);
-            let start: Vec<i32> = (0..128).map(|h| h * 1000 - 64_000).collect();
+        let shapes = [(1, 244, 128), (2, 288, 128), (3, 240, 128), (4, 17, 128)];
+        let wide = [(5, 244, 256), (6, 288, 256), (7, 33, 256), (8, 244, 192)];
+        for (seed, inputs, hidden) in shapes.into_iter().chain(wide) {
+            let (w, cur, prev) = random_layer(seed, inputs, hidden);
+            let start: Vec<i32> = (0..hidden as i32).map(|h| h * 1000 - 64_000).collect();
             let mut want = start.clone();
-            add_changes_any(&w, 128, inputs, &cur, &prev, &mut want);
+            add_changes_any(&w, hidden, inputs, &cur, &prev, &mut want);
             assert_ne!(want, start);
+            // The dispatcher, whichever kernel it picks on this CPU.
+            let mut a = start.clone();
+            add_changes(&w, hidden, inputs, &cur, &prev, &mut a);
+            assert_eq!(a, want, "seed {seed}");
             #[cfg(target_arch = "x86_64")]
             {
                 let run = |f: &dyn Fn(&mut [i32])| {
@@ -573,17 +587,29 @@ mod tests {
                     a
                 };
                 if crate::eval::net::has_avx2() {
-                    // SAFETY: the CPU has AVX2 and BMI1; shapes as the contracts ask.
-                    let a = run(&|a| unsafe { add_changes128_avx2(&w, inputs, &cur, &prev, a) });
+                    // SAFETY: the CPU has AVX2 and BMI1; shapes as the contracts ask
+                    // (every `hidden` here is a multiple of 64).
+                    let a = run(&|a| unsafe {
+                        add_changes_avx2_by64(&w, hidden, inputs, &cur, &prev, a)
+                    });
                     assert_eq!(a, want, "seed {seed}");
                     // SAFETY: as above.
-                    let a = run(&|a| unsafe { add_changes_avx2(&w, 128, inputs, &cur, &prev, a) });
+                    let a =
+                        run(&|a| unsafe { add_changes_avx2(&w, hidden, inputs, &cur, &prev, a) });
                     assert_eq!(a, want, "seed {seed}");
                 }
                 if crate::eval::net::has_avx2() && std::arch::is_x86_feature_detected!("avx512f") {
                     // SAFETY: the CPU has AVX-512F, AVX2 and BMI1; shapes as the
-                    // contract asks.
-                    let a = run(&|a| unsafe { add_changes128_avx512(&w, inputs, &cur, &prev, a) });
+                    // contract asks (16 K hidden units).
+                    let a = match hidden {
+                        128 => {
+                            run(&|a| unsafe { add_changes_avx512::<8>(&w, inputs, &cur, &prev, a) })
+                        }
+                        256 => run(&|a| unsafe {
+                            add_changes_avx512::<16>(&w, inputs, &cur, &prev, a)
+                        }),
+                        _ => want.clone(),
+                    };
                     assert_eq!(a, want, "seed {seed}");
                 }
             }
@@ -600,7 +626,7 @@ mod tests {
         let b = random_play_boards(Variant::Portes, 2, 1)[0];
         let mut c = [0i16; MAX_INPUTS];
         net.input_set.encode_counts(net.variant, &b, &mut c);
-        let (mut want, mut got) = ([0i32; 128], [0i32; 128]);
+        let (mut want, mut got) = ([0i32; MAX_HIDDEN], [0i32; MAX_HIDDEN]);
         first.sums(&c, &mut want);
         c[net.inputs()..].fill(7);
         first.sums(&c, &mut got);
@@ -635,7 +661,7 @@ mod tests {
         for (a, b) in boards.iter().zip(boards.iter().rev()) {
             net.input_set.encode_counts(net.variant, a, &mut c0);
             net.input_set.encode_counts(net.variant, b, &mut c1);
-            let (mut from_a, mut from_bias) = ([0i32; 128], [0i32; 128]);
+            let (mut from_a, mut from_bias) = ([0i32; MAX_HIDDEN], [0i32; MAX_HIDDEN]);
             first.sums(&c0, &mut from_a);
             first.update(&c1, &c0, &mut from_a);
             first.sums(&c1, &mut from_bias);
