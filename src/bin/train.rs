@@ -215,6 +215,10 @@ struct FitArgs {
     /// Share of positions held out to measure the fit.
     #[arg(long, default_value_t = 0.05)]
     holdout: f32,
+    /// Adam on batches of this many positions (--alpha is then Adam's step size,
+    /// e.g. 0.001); 0: plain SGD, one step per position.
+    #[arg(long, default_value_t = 0)]
+    adam_batch: usize,
     /// Generation written to the file (the N of net-<variant>-vN).
     #[arg(long, default_value_t = 2)]
     generation: u32,
@@ -481,16 +485,21 @@ fn fit_cmd(a: FitArgs) {
         alpha_end: a.alpha_end,
         seed: a.seed,
         holdout: a.holdout,
+        adam_batch: a.adam_batch,
     };
     eprintln!(
-        "fit {variant} {:?}: {} positions, net {:?} hidden {}, {} epochs, alpha {}→{}",
+        "fit {variant} {:?}: {} positions, net {:?} hidden {}, {} epochs, alpha {}→{}, {}",
         subset,
         data.len(),
         net.input_set,
         net.hidden,
         a.epochs,
         a.alpha,
-        a.alpha_end
+        a.alpha_end,
+        match a.adam_batch {
+            0 => "SGD".to_string(),
+            n => format!("Adam, batches of {n}"),
+        }
     );
     let t0 = Instant::now();
     fit(&mut net, &data, subset, &cfg, |r| {

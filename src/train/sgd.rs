@@ -1,6 +1,8 @@
-//! Training side of [`Net`]: random initialisation and the stochastic gradient step
-//! (cross-entropy of the sigmoid outputs, plain SGD). The runtime forward pass and the
-//! file format stay in [`crate::eval::net`].
+//! Training side of [`Net`]: random initialisation and the gradient steps on the
+//! cross-entropy of the sigmoid outputs: plain SGD, one position at a time
+//! ([`Net::train`]), or minibatch Adam ([`Adam`], Kingma & Ba 2015, "Adam: a method
+//! for stochastic optimization"). The runtime forward pass and the file format stay in
+//! [`crate::eval::net`].
 
 use crate::eval::inputs::{InputSet, SparseInputs};
 use crate::eval::net::{dot, sigmoid, Net, MAX_HIDDEN, OUTPUTS};
@@ -13,7 +15,10 @@ impl Net {
     /// ~40 active inputs), deterministic from `seed`. Panics when `hidden` is 0 or
     /// above [`MAX_HIDDEN`].
     pub fn new_random(variant: Variant, input_set: InputSet, hidden: usize, seed: u64) -> Net {
-        assert!((1..=MAX_HIDDEN).contains(&hidden), "hidden must be 1..=256");
+        assert!(
+            (1..=MAX_HIDDEN).contains(&hidden),
+            "hidden must be 1..=MAX_HIDDEN"
+        );
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         let n = input_set.count(variant);
         let a1 = (6.0f32 / 40.0).sqrt();
@@ -142,6 +147,138 @@ impl Net {
     }
 }
 
+/// Minibatch Adam for one [`Net`] (Kingma & Ba 2015): the summed descent directions
+/// of the positions of the current batch, and the moment estimates of every weight.
+/// The weights are taken in the order `w1`, `b1`, `w2`, `b2` (the [`Net`] fields).
+/// Built for one net's shape by [`Adam::new`]; [`Net::accumulate`] adds a position,
+/// [`Net::adam_step`] applies the batch's mean and starts the next batch.
+#[derive(Clone, Debug)]
+pub struct Adam {
+    /// Σ over the batch of `−∂loss/∂weight`, one per weight.
+    sum: Vec<f32>,
+    /// First moment (mean) estimate.
+    m: Vec<f32>,
+    /// Second moment (uncentred variance) estimate.
+    v: Vec<f32>,
+    /// Steps taken (for the bias correction).
+    t: i32,
+    /// Positions summed into the current batch.
+    pub count: usize,
+}
+
+/// Adam's decay rates and ε (the paper's defaults).
+const BETA1: f32 = 0.9;
+const BETA2: f32 = 0.999;
+const EPSILON: f32 = 1e-8;
+
+impl Adam {
+    /// Empty sums and moments for `net`'s shape.
+    pub fn new(net: &Net) -> Adam {
+        let n = net.w1.len() + net.b1.len() + net.w2.len() + OUTPUTS;
+        Adam {
+            sum: vec![0.0; n],
+            m: vec![0.0; n],
+            v: vec![0.0; n],
+            t: 0,
+            count: 0,
+        }
+    }
+}
+
+impl Net {
+    /// Adds `−∂loss/∂weight` of one position (the cross-entropy of each output against
+    /// `target`, as in [`Net::train`]; the draw target is ignored outside Plakoto) to
+    /// `adam`'s batch. The weights do not change. Returns the outputs. Panics when
+    /// `adam` was built for another shape.
+    pub fn accumulate(
+        &self,
+        x: &SparseInputs,
+        target: &[f32; OUTPUTS],
+        adam: &mut Adam,
+    ) -> [f32; 4] {
+        let hn = self.hidden;
+        let (nw1, nb1) = (self.w1.len(), self.b1.len());
+        assert_eq!(adam.sum.len(), nw1 + nb1 + self.w2.len() + OUTPUTS);
+        let mut pre = [0.0f32; MAX_HIDDEN];
+        let mut act = [0.0f32; MAX_HIDDEN];
+        self.hidden_pre(x, &mut pre[..hn]);
+        for (a, &p) in act[..hn].iter_mut().zip(&pre[..hn]) {
+            *a = p.max(0.0);
+        }
+        let mut y = [0.0; OUTPUTS];
+        let mut e = [0.0; OUTPUTS];
+        for k in 0..OUTPUTS {
+            let w = &self.w2[k * hn..(k + 1) * hn];
+            y[k] = sigmoid(self.b2[k] + dot(w, &act[..hn]));
+            e[k] = target[k] - y[k];
+        }
+        if self.variant != Variant::Plakoto {
+            e[3] = 0.0;
+        }
+        let (g_w1, rest) = adam.sum.split_at_mut(nw1);
+        let (g_b1, rest) = rest.split_at_mut(nb1);
+        let (g_w2, g_b2) = rest.split_at_mut(OUTPUTS * hn);
+        let mut dh = [0.0f32; MAX_HIDDEN];
+        for (k, &ek) in e.iter().enumerate() {
+            let w = &self.w2[k * hn..(k + 1) * hn];
+            for (d, &wk) in dh[..hn].iter_mut().zip(w) {
+                *d += ek * wk;
+            }
+            g_b2[k] += ek;
+            for (g, &a) in g_w2[k * hn..(k + 1) * hn].iter_mut().zip(&act[..hn]) {
+                *g += ek * a;
+            }
+        }
+        for (d, &p) in dh[..hn].iter_mut().zip(&pre[..hn]) {
+            if p <= 0.0 {
+                *d = 0.0;
+            }
+        }
+        for (g, &d) in g_b1.iter_mut().zip(&dh[..hn]) {
+            *g += d;
+        }
+        for (j, v) in x.iter() {
+            for (g, &d) in g_w1[j * hn..(j + 1) * hn].iter_mut().zip(&dh[..hn]) {
+                *g += v * d;
+            }
+        }
+        adam.count += 1;
+        y
+    }
+
+    /// One Adam step with step size `alpha` along the mean of `adam`'s batch, then an
+    /// empty batch. Nothing happens for an empty batch.
+    pub fn adam_step(&mut self, adam: &mut Adam, alpha: f32) {
+        if adam.count == 0 {
+            return;
+        }
+        adam.t += 1;
+        let scale = 1.0 / adam.count as f32;
+        let c1 = 1.0 - BETA1.powi(adam.t);
+        let c2 = 1.0 - BETA2.powi(adam.t);
+        let step = alpha * c2.sqrt() / c1;
+        let weights = self
+            .w1
+            .iter_mut()
+            .chain(self.b1.iter_mut())
+            .chain(self.w2.iter_mut())
+            .chain(self.b2.iter_mut());
+        for (((w, s), m), v) in weights
+            .zip(adam.sum.iter_mut())
+            .zip(adam.m.iter_mut())
+            .zip(adam.v.iter_mut())
+        {
+            let g = *s * scale;
+            *s = 0.0;
+            *m = BETA1 * *m + (1.0 - BETA1) * g;
+            *v = BETA2 * *v + (1.0 - BETA2) * g * g;
+            *w += step * *m / (v.sqrt() + EPSILON);
+        }
+        adam.count = 0;
+        self.weights_changed();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -167,6 +304,42 @@ mod tests {
             assert!((after[k] - target[k]).abs() < (before[k] - target[k]).abs());
             assert!((after[k] - target[k]).abs() < 0.02, "{k}: {after:?}");
         }
+    }
+
+    #[test]
+    fn adam_moves_outputs_towards_target() {
+        let mut net = Net::new_random(Variant::Plakoto, InputSet::V2, 16, 3);
+        let (mut x, mut x2) = (SparseInputs::default(), SparseInputs::default());
+        let b = start(Variant::Plakoto);
+        let mut after_65 = Vec::new();
+        crate::rules::movegen::generate_positions(
+            Variant::Plakoto,
+            &b,
+            crate::rules::Dice::parse("65").unwrap(),
+            &mut after_65,
+        );
+        net.encode(&b, &mut x);
+        net.encode(&after_65[0], &mut x2);
+        let (t1, t2) = ([0.9, 0.3, 0.05, 0.02], [0.2, 0.01, 0.1, 0.0]);
+        let mut adam = Adam::new(&net);
+        let before = (net.forward(&x), net.forward(&x2));
+        for _ in 0..1000 {
+            assert_eq!(net.accumulate(&x, &t1, &mut adam), net.forward(&x));
+            net.accumulate(&x2, &t2, &mut adam);
+            assert_eq!(adam.count, 2);
+            net.adam_step(&mut adam, 0.01);
+            assert_eq!(adam.count, 0);
+        }
+        let after = (net.forward(&x), net.forward(&x2));
+        for k in 0..4 {
+            assert!((after.0[k] - t1[k]).abs() < (before.0[k] - t1[k]).abs().max(0.005));
+            assert!((after.0[k] - t1[k]).abs() < 0.02, "{k}: {after:?}");
+            assert!((after.1[k] - t2[k]).abs() < 0.02, "{k}: {after:?}");
+        }
+        // An empty batch changes nothing.
+        let w = net.w1.clone();
+        net.adam_step(&mut adam, 0.01);
+        assert_eq!(net.w1, w);
     }
 
     #[test]

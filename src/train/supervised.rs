@@ -9,6 +9,7 @@
 //! Every step is deterministic for its seed, whatever the number of threads.
 
 use super::data::{DataSet, Target};
+use super::sgd::Adam;
 use crate::eval::bearoff::{is_no_contact_bearoff, BearoffDb};
 use crate::eval::engine::{variant_index, Engine};
 use crate::eval::features::has_contact;
@@ -337,6 +338,9 @@ pub struct FitConfig {
     pub seed: u64,
     /// Share of positions held out to measure the fit (0..1).
     pub holdout: f32,
+    /// 0: plain SGD, one step per position ([`Net::train`]); `n` ≥ 1: Adam on
+    /// batches of `n` positions ([`crate::train::sgd::Adam`]; the step size is Adam's).
+    pub adam_batch: usize,
 }
 
 /// The fit's figures after one epoch.
@@ -385,8 +389,9 @@ fn holdout_error(net: &Net, data: &DataSet, hold: &[usize], x: &mut SparseInputs
     (hl / n, he / n)
 }
 
-/// Fits `net` to the labelled positions of `data` in `subset` by SGD on the
-/// cross-entropy of each output ([`Net::train`]), reporting each epoch. With 0 epochs
+/// Fits `net` to the labelled positions of `data` in `subset` on the cross-entropy of
+/// each output, by plain SGD ([`Net::train`]) or minibatch Adam
+/// ([`FitConfig::adam_batch`]), reporting each epoch. With 0 epochs
 /// it only reports the held-out figures of `net` as it is.
 pub fn fit(
     net: &mut Net,
@@ -408,6 +413,7 @@ pub fn fit(
     let mut step = 0f64;
     let mut x = SparseInputs::default();
     let mut last = EpochReport::default();
+    let mut adam = (cfg.adam_batch > 0).then(|| Adam::new(net));
     if cfg.epochs == 0 {
         // Only measure the net as it is on the held-out positions.
         let (hl, he) = holdout_error(net, data, &hold, &mut x);
@@ -431,8 +437,20 @@ pub fn fit(
             let b = &data.boards[i];
             net.encode(b, &mut x);
             let t = &data.targets[i];
-            let y = net.train(&x, t, alpha);
+            let y = match adam.as_mut() {
+                None => net.train(&x, t, alpha),
+                Some(adam) => {
+                    let y = net.accumulate(&x, t, adam);
+                    if adam.count >= cfg.adam_batch {
+                        net.adam_step(adam, alpha);
+                    }
+                    y
+                }
+            };
             loss += cross_entropy(variant, &y, t);
+        }
+        if let Some(adam) = adam.as_mut() {
+            net.adam_step(adam, alpha);
         }
         let (hl, he) = holdout_error(net, data, &hold, &mut x);
         last = EpochReport {
@@ -614,6 +632,7 @@ mod tests {
             alpha_end: 0.005,
             seed: 1,
             holdout: 0.2,
+            adam_batch: 0,
         };
         let mut reports = Vec::new();
         fit(&mut net, &set, Subset::All, &cfg, |r| reports.push(*r));
