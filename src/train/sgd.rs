@@ -93,37 +93,52 @@ impl Net {
         }
     }
 
+    /// The forward pass of one position and the descent directions of its
+    /// cross-entropy against `target` (the draw target is ignored outside Plakoto):
+    /// the outputs' `e = target − y` and the hidden units' `dh` (through the ReLU).
+    fn backprop(&self, x: &SparseInputs, target: &[f32; OUTPUTS]) -> Backprop {
+        let hn = self.hidden;
+        let mut pre = [0.0f32; MAX_HIDDEN];
+        let mut g = Backprop {
+            act: [0.0; MAX_HIDDEN],
+            y: [0.0; OUTPUTS],
+            e: [0.0; OUTPUTS],
+            dh: [0.0; MAX_HIDDEN],
+        };
+        self.hidden_pre(x, &mut pre[..hn]);
+        for (a, &p) in g.act[..hn].iter_mut().zip(&pre[..hn]) {
+            *a = p.max(0.0);
+        }
+        for (k, (y, e)) in g.y.iter_mut().zip(&mut g.e).enumerate() {
+            let w = &self.w2[k * hn..(k + 1) * hn];
+            *y = sigmoid(self.b2[k] + dot(w, &g.act[..hn]));
+            *e = target[k] - *y;
+        }
+        if self.variant != Variant::Plakoto {
+            g.e[3] = 0.0;
+        }
+        for (k, &ek) in g.e.iter().enumerate() {
+            let w = &self.w2[k * hn..(k + 1) * hn];
+            for (d, &wk) in g.dh[..hn].iter_mut().zip(w) {
+                *d += ek * wk;
+            }
+        }
+        for (d, &p) in g.dh[..hn].iter_mut().zip(&pre[..hn]) {
+            if p <= 0.0 {
+                *d = 0.0;
+            }
+        }
+        g
+    }
+
     /// One stochastic gradient step of the cross-entropy between the sigmoid outputs
     /// and `target` (each in `[0, 1]`; the draw target is ignored outside Plakoto),
     /// with step size `alpha`. Returns the outputs before the step.
     pub fn train(&mut self, x: &SparseInputs, target: &[f32; OUTPUTS], alpha: f32) -> [f32; 4] {
         let hn = self.hidden;
-        let mut pre = [0.0f32; MAX_HIDDEN];
-        let mut act = [0.0f32; MAX_HIDDEN];
-        self.hidden_pre(x, &mut pre[..hn]);
-        for (a, &p) in act[..hn].iter_mut().zip(&pre[..hn]) {
-            *a = p.max(0.0);
-        }
-        let mut y = [0.0; OUTPUTS];
-        let mut e = [0.0; OUTPUTS];
-        for k in 0..OUTPUTS {
-            let w = &self.w2[k * hn..(k + 1) * hn];
-            y[k] = sigmoid(self.b2[k] + dot(w, &act[..hn]));
-            e[k] = target[k] - y[k];
-        }
-        if self.variant != Variant::Plakoto {
-            e[3] = 0.0;
-        }
-        // Back-propagate through the old output weights.
-        let mut dh = [0.0f32; MAX_HIDDEN];
-        for (k, &ek) in e.iter().enumerate() {
-            let w = &self.w2[k * hn..(k + 1) * hn];
-            for (d, &wk) in dh[..hn].iter_mut().zip(w) {
-                *d += ek * wk;
-            }
-        }
-        for (d, &p) in dh[..hn].iter_mut().zip(&pre[..hn]) {
-            *d = if p > 0.0 { *d * alpha } else { 0.0 };
+        let Backprop { act, y, e, mut dh } = self.backprop(x, target);
+        for d in &mut dh[..hn] {
+            *d *= alpha;
         }
         for (k, &ek) in e.iter().enumerate() {
             let g = alpha * ek;
@@ -145,6 +160,18 @@ impl Net {
         self.weights_changed();
         y
     }
+}
+
+/// What [`Net::backprop`] gives for one position.
+struct Backprop {
+    /// Hidden activations (the first `hidden`).
+    act: [f32; MAX_HIDDEN],
+    /// Outputs.
+    y: [f32; OUTPUTS],
+    /// `target − y` (0 for the draw outside Plakoto).
+    e: [f32; OUTPUTS],
+    /// Descent direction of each hidden unit's sum, 0 where the ReLU is off.
+    dh: [f32; MAX_HIDDEN],
 }
 
 /// Minibatch Adam for one [`Net`] (Kingma & Ba 2015): the summed descent directions
@@ -199,39 +226,14 @@ impl Net {
         let hn = self.hidden;
         let (nw1, nb1) = (self.w1.len(), self.b1.len());
         assert_eq!(adam.sum.len(), nw1 + nb1 + self.w2.len() + OUTPUTS);
-        let mut pre = [0.0f32; MAX_HIDDEN];
-        let mut act = [0.0f32; MAX_HIDDEN];
-        self.hidden_pre(x, &mut pre[..hn]);
-        for (a, &p) in act[..hn].iter_mut().zip(&pre[..hn]) {
-            *a = p.max(0.0);
-        }
-        let mut y = [0.0; OUTPUTS];
-        let mut e = [0.0; OUTPUTS];
-        for k in 0..OUTPUTS {
-            let w = &self.w2[k * hn..(k + 1) * hn];
-            y[k] = sigmoid(self.b2[k] + dot(w, &act[..hn]));
-            e[k] = target[k] - y[k];
-        }
-        if self.variant != Variant::Plakoto {
-            e[3] = 0.0;
-        }
+        let Backprop { act, y, e, dh } = self.backprop(x, target);
         let (g_w1, rest) = adam.sum.split_at_mut(nw1);
         let (g_b1, rest) = rest.split_at_mut(nb1);
         let (g_w2, g_b2) = rest.split_at_mut(OUTPUTS * hn);
-        let mut dh = [0.0f32; MAX_HIDDEN];
         for (k, &ek) in e.iter().enumerate() {
-            let w = &self.w2[k * hn..(k + 1) * hn];
-            for (d, &wk) in dh[..hn].iter_mut().zip(w) {
-                *d += ek * wk;
-            }
             g_b2[k] += ek;
             for (g, &a) in g_w2[k * hn..(k + 1) * hn].iter_mut().zip(&act[..hn]) {
                 *g += ek * a;
-            }
-        }
-        for (d, &p) in dh[..hn].iter_mut().zip(&pre[..hn]) {
-            if p <= 0.0 {
-                *d = 0.0;
             }
         }
         for (g, &d) in g_b1.iter_mut().zip(&dh[..hn]) {
