@@ -625,22 +625,28 @@ mod tests {
             2,
             &done,
         );
-        let mut net = Net::new_random(v, InputSet::V2, 16, 5);
-        let cfg = FitConfig {
-            epochs: 8,
-            alpha: 0.02,
-            alpha_end: 0.005,
-            seed: 1,
-            holdout: 0.2,
-            adam_batch: 0,
-        };
-        let mut reports = Vec::new();
-        fit(&mut net, &set, Subset::All, &cfg, |r| reports.push(*r));
-        assert_eq!(reports.len(), 8);
-        assert!(
-            reports[7].holdout_loss < reports[0].holdout_loss,
-            "{reports:?}"
-        );
-        assert!(reports[7].train_loss < reports[0].train_loss, "{reports:?}");
+        // Plain SGD, then Adam on batches of 8 (its step size is smaller).
+        for (adam_batch, alpha, alpha_end) in [(0, 0.02, 0.005), (8, 0.003, 0.001)] {
+            let mut net = Net::new_random(v, InputSet::V2, 16, 5);
+            let cfg = FitConfig {
+                epochs: 8,
+                alpha,
+                alpha_end,
+                seed: 1,
+                holdout: 0.2,
+                adam_batch,
+            };
+            let mut reports = Vec::new();
+            fit(&mut net, &set, Subset::All, &cfg, |r| reports.push(*r));
+            assert_eq!(reports.len(), 8);
+            assert!(
+                reports[7].holdout_loss < reports[0].holdout_loss,
+                "{adam_batch}: {reports:?}"
+            );
+            assert!(
+                reports[7].train_loss < reports[0].train_loss,
+                "{adam_batch}: {reports:?}"
+            );
+        }
     }
 }
