@@ -286,7 +286,7 @@ impl Net {
     }
 
     /// Raw outputs for a board (the mover's view, game not over), by the integer
-    /// first layer ([`FirstLayer`]: `w1` and `b1` in fixed point with 23 or 24
+    /// first layer ([`FirstLayer`]: `w1` and `b1` in fixed point with 22 to 24
     /// fractional bits for the committed nets). They differ from [`Net::forward`]'s
     /// float sums by the rounding of the weights: under 10^-3 in every output over
     /// 9,000 positions from random play (3·10^-4 at most in 50,000).
