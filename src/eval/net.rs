@@ -334,7 +334,8 @@ impl Net {
         self.first = FirstLayerCache::default();
     }
 
-    fn floats(&self) -> usize {
+    /// Number of weights: `w1`, `b1`, `w2` and `b2` together (the f32 of the file).
+    pub(crate) fn floats(&self) -> usize {
         let n = self.inputs();
         n * self.hidden + self.hidden + OUTPUTS * self.hidden + OUTPUTS
     }

@@ -201,7 +201,7 @@ const EPSILON: f32 = 1e-8;
 impl Adam {
     /// Empty sums and moments for `net`'s shape.
     pub fn new(net: &Net) -> Adam {
-        let n = net.w1.len() + net.b1.len() + net.w2.len() + OUTPUTS;
+        let n = net.floats();
         Adam {
             sum: vec![0.0; n],
             m: vec![0.0; n],
@@ -225,7 +225,7 @@ impl Net {
     ) -> [f32; 4] {
         let hn = self.hidden;
         let (nw1, nb1) = (self.w1.len(), self.b1.len());
-        assert_eq!(adam.sum.len(), nw1 + nb1 + self.w2.len() + OUTPUTS);
+        assert_eq!(adam.sum.len(), self.floats());
         let Backprop { act, y, e, dh } = self.backprop(x, target);
         let (g_w1, rest) = adam.sum.split_at_mut(nw1);
         let (g_b1, rest) = rest.split_at_mut(nb1);
