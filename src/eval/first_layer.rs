@@ -126,7 +126,7 @@ impl FirstLayer {
     }
 
     /// The fixed-point weights, `inputs × hidden`, input-major. Stored in 64-byte
-    /// aligned blocks, so that with 128 or 256 hidden units every row starts on a cache line
+    /// aligned blocks, so that with 128, 256 or 512 hidden units every row starts on a cache line
     /// and no 64-byte load of the AVX-512 kernel straddles two.
     #[inline]
     fn w(&self) -> &[i32] {
@@ -201,8 +201,9 @@ fn add_changes(
     if super::net::has_avx2() && std::arch::is_x86_feature_detected!("avx512f") {
         // SAFETY: the CPU has AVX-512F, AVX2 and BMI1; shapes checked above.
         match hidden {
-            128 => return unsafe { add_changes_avx512::<8>(w, inputs, cur, prev, acc) },
-            256 => return unsafe { add_changes_avx512::<16>(w, inputs, cur, prev, acc) },
+            128 => return unsafe { add_changes_avx512::<8, 1>(w, inputs, cur, prev, acc) },
+            256 => return unsafe { add_changes_avx512::<16, 1>(w, inputs, cur, prev, acc) },
+            512 => return unsafe { add_changes_avx512::<16, 2>(w, inputs, cur, prev, acc) },
             _ => {}
         }
     }
@@ -350,35 +351,61 @@ unsafe fn add_changes_avx2(
     add_changes_any(w, hidden, inputs, cur, prev, acc)
 }
 
-/// [`add_changes`] for `16 K` hidden units with AVX-512F (`K` = 8 or 16: 128 or 256
-/// units): the sums stay in `K` 16-lane registers (of the 32) while 16 counts at a
-/// time are compared with the previous ones and only the changed inputs' rows are
-/// read (a change of ±1, most of them, adds or subtracts the row; others multiply
-/// it).
+/// [`add_changes`] for `16 K P` hidden units with AVX-512F (`K` = 8 or 16, `P` = 1
+/// or 2: 128, 256 or 512 units): in each of `P` passes over `16 K` of the units their
+/// sums stay in `K` 16-lane registers (of the 32) while 16 counts at a time are
+/// compared with the previous ones and only the changed inputs' rows are read (a
+/// change of ±1, most of them, adds or subtracts the row; others multiply it).
 ///
 /// # Safety
-/// The CPU has AVX-512F, AVX2 and BMI1; `w.len() >= inputs * 16 K`, `acc.len() >=
-/// 16 K`, `inputs <= MAX_INPUTS`.
+/// The CPU has AVX-512F, AVX2 and BMI1; `w.len() >= inputs * 16 K P`, `acc.len() >=
+/// 16 K P`, `inputs <= MAX_INPUTS`.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx2,bmi1")]
-unsafe fn add_changes_avx512<const K: usize>(
+unsafe fn add_changes_avx512<const K: usize, const P: usize>(
     w: &[i32],
     inputs: usize,
     cur: &Counts,
     prev: &Counts,
     acc: &mut [i32],
 ) {
+    const { assert!((K == 8 || K == 16) && (P == 1 || P == 2)) };
+    for part in 0..P {
+        // SAFETY: the pass's first unit, `16 K part < 16 K P`, is inside every row of
+        // `w` and inside `acc` (the contract); the CPU features are this function's.
+        unsafe {
+            let acc = acc.as_mut_ptr().add(16 * K * part);
+            let w = w.as_ptr().add(16 * K * part);
+            add_changes_avx512_part::<K, P>(w, inputs, cur, prev, acc);
+        }
+    }
+}
+
+/// One pass of [`add_changes_avx512`]: units `0..16 K` of rows `16 K P` long, from `w`
+/// and `acc` at the pass's first unit.
+///
+/// # Safety
+/// As [`add_changes_avx512`], with `w` and `acc` offset to the pass.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2,bmi1")]
+#[inline]
+unsafe fn add_changes_avx512_part<const K: usize, const P: usize>(
+    w: *const i32,
+    inputs: usize,
+    cur: &Counts,
+    prev: &Counts,
+    acc: *mut i32,
+) {
     use std::arch::x86_64::*;
-    const { assert!(K == 8 || K == 16) };
-    // SAFETY (every access below): rows `j < inputs` of `w`; the first `16 K`
-    // entries of `acc` (the contract).
+    // SAFETY (every access below): rows `j < inputs` of `w`, `16 K` units of each; the
+    // first `16 K` entries of `acc` (the contract).
     unsafe {
         let mut a = [_mm512_setzero_si512(); K];
         for (k, ak) in a.iter_mut().enumerate() {
-            *ak = _mm512_loadu_si512(acc.as_ptr().add(16 * k) as *const _);
+            *ak = _mm512_loadu_si512(acc.add(16 * k) as *const _);
         }
         for_each_change!(cur, prev, inputs, |j, d| {
-            let row = w.as_ptr().add(j * 16 * K);
+            let row = w.add(j * 16 * K * P);
             if d == 1 {
                 for (k, ak) in a.iter_mut().enumerate() {
                     *ak = _mm512_add_epi32(*ak, _mm512_loadu_si512(row.add(16 * k) as *const _));
@@ -396,7 +423,7 @@ unsafe fn add_changes_avx512<const K: usize>(
             }
         });
         for (k, ak) in a.iter().enumerate() {
-            _mm512_storeu_si512(acc.as_mut_ptr().add(16 * k) as *mut _, *ak);
+            _mm512_storeu_si512(acc.add(16 * k) as *mut _, *ak);
         }
     }
 }
@@ -573,7 +600,13 @@ mod tests {
     #[test]
     fn the_vector_kernels_give_the_plain_loops_sums() {
         let shapes = [(1, 244, 128), (2, 288, 128), (3, 240, 128), (4, 17, 128)];
-        let wide = [(5, 244, 256), (6, 288, 256), (7, 33, 256), (8, 244, 192)];
+        let wide = [
+            (5, 244, 256),
+            (6, 288, 256),
+            (7, 33, 256),
+            (8, 244, 192),
+            (9, 244, 512),
+        ];
         for (seed, inputs, hidden) in shapes.into_iter().chain(wide) {
             let (w, cur, prev) = random_layer(seed, inputs, hidden);
             let start: Vec<i32> = (0..hidden as i32).map(|h| h * 1000 - 64_000).collect();
@@ -605,13 +638,16 @@ mod tests {
                 }
                 if crate::eval::net::has_avx2() && std::arch::is_x86_feature_detected!("avx512f") {
                     // SAFETY: the CPU has AVX-512F, AVX2 and BMI1; shapes as the
-                    // contract asks (16 K hidden units).
+                    // contract asks (16 K P hidden units).
                     let a = match hidden {
-                        128 => {
-                            run(&|a| unsafe { add_changes_avx512::<8>(&w, inputs, &cur, &prev, a) })
-                        }
+                        128 => run(&|a| unsafe {
+                            add_changes_avx512::<8, 1>(&w, inputs, &cur, &prev, a)
+                        }),
                         256 => run(&|a| unsafe {
-                            add_changes_avx512::<16>(&w, inputs, &cur, &prev, a)
+                            add_changes_avx512::<16, 1>(&w, inputs, &cur, &prev, a)
+                        }),
+                        512 => run(&|a| unsafe {
+                            add_changes_avx512::<16, 2>(&w, inputs, &cur, &prev, a)
                         }),
                         _ => want.clone(),
                     };

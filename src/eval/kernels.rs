@@ -531,7 +531,7 @@ mod tests {
             seed ^= seed << 17;
             (seed >> 40) as f32 / (1u64 << 24) as f32 - 0.5
         };
-        for hidden in [1, 7, 32, 96, 100, 128, 256] {
+        for hidden in [1, 7, 32, 96, 100, 128, 256, 512] {
             let inputs = 204;
             let w1: Vec<f32> = (0..inputs * hidden).map(|_| rnd()).collect();
             let b1: Vec<f32> = (0..hidden).map(|_| rnd()).collect();

@@ -72,7 +72,7 @@ use std::sync::{Arc, OnceLock};
 /// Number of outputs: win, win_mars, lose_mars, draw.
 pub const OUTPUTS: usize = 4;
 /// The largest hidden layer accepted (stack buffers are this size).
-pub const MAX_HIDDEN: usize = 256;
+pub const MAX_HIDDEN: usize = 512;
 /// File magic.
 pub const MAGIC: [u8; 4] = *b"TNET";
 /// File format version written.
