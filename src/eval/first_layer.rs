@@ -138,7 +138,7 @@ impl FirstLayer {
         }
     }
 
-    /// Fractional bits of the fixed point (23 or 24 for the committed nets).
+    /// Fractional bits of the fixed point (22 to 24 for the committed nets).
     pub fn shift(&self) -> i32 {
         self.shift
     }
