@@ -159,6 +159,10 @@ struct LabelArgs {
     /// With --rollouts: no luck adjustment (the raw mean of the games).
     #[arg(long)]
     no_luck: bool,
+    /// With --rollouts: cut each game after this many plies and take the net's 0-ply
+    /// value there (default: play to the end).
+    #[arg(long)]
+    truncate: Option<u32>,
     /// With --rollouts: master seed of the dice.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -420,10 +424,14 @@ fn label_cmd(a: LabelArgs) {
                 trials,
                 seed: a.seed,
                 luck: !a.no_luck,
+                truncation: a.truncate,
             },
             format!(
-                "{trials}-game rollouts{}",
-                if a.no_luck { "" } else { ", luck-adjusted" }
+                "{trials}-game rollouts{}{}",
+                if a.no_luck { "" } else { ", luck-adjusted" },
+                a.truncate
+                    .map(|t| format!(", truncated after {t} plies"))
+                    .unwrap_or_default()
             ),
         ),
         None => (

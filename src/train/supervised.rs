@@ -198,6 +198,9 @@ pub enum LabelBy {
         seed: u64,
         /// Luck adjustment ([`Luck::Pruned`]) or none ([`Luck::Off`]).
         luck: bool,
+        /// Cut each game after this many plies and take the net's 0-ply value there
+        /// ([`RolloutConfig::truncation`]); `None`: play to the end.
+        truncation: Option<u32>,
     },
 }
 
@@ -242,16 +245,23 @@ pub fn label(
                                         with_scratch(|sc| s.evaluate(sc, b, plies))
                                             .expect("the evaluator answers every board")
                                     }
-                                    (None, LabelBy::Rollout { trials, seed, luck }) => {
-                                        rollout_label(
-                                            &engine,
-                                            variant,
-                                            b,
+                                    (
+                                        None,
+                                        LabelBy::Rollout {
                                             trials,
-                                            mix(seed ^ (first + k) as u64),
+                                            seed,
                                             luck,
-                                        )
-                                    }
+                                            truncation,
+                                        },
+                                    ) => rollout_label(
+                                        &engine,
+                                        variant,
+                                        b,
+                                        trials,
+                                        mix(seed ^ (first + k) as u64),
+                                        luck,
+                                        truncation,
+                                    ),
                                 };
                                 done.fetch_add(1, Ordering::Relaxed);
                                 bound_target(variant, b, target_of(&p))
@@ -286,12 +296,14 @@ fn rollout_label(
     trials: u32,
     seed: u64,
     luck: bool,
+    truncation: Option<u32>,
 ) -> Probabilities {
     let pos = board.to_position(variant, Side::White, Side::White);
     let cfg = RolloutConfig {
         plies: 0,
         trials,
         seed,
+        truncation,
         luck: if luck { Luck::Pruned } else { Luck::Off },
         threads: 1,
         ..RolloutConfig::default()
@@ -562,6 +574,7 @@ mod tests {
             trials: 4,
             seed,
             luck: false,
+            truncation: None,
         };
         let one = label(v, &boards, &e, by(7), 1, &done);
         assert_eq!(label(v, &boards, &e, by(7), 2, &done), one);
@@ -578,10 +591,25 @@ mod tests {
             trials: 4,
             seed: 7,
             luck: true,
+            truncation: None,
         };
         let adjusted = label(v, &boards, &e, luck, 2, &done);
         assert_eq!(adjusted[12], [1.0, 1.0, 0.0, 0.0]);
         assert_ne!(adjusted, one);
+        // Truncated games: cut before the first roll, every game is the 0-ply value
+        // of the board itself; cut after two plies, the labels are other means.
+        let truncated = |t| LabelBy::Rollout {
+            trials: 4,
+            seed: 7,
+            luck: true,
+            truncation: Some(t),
+        };
+        let zero_ply = label(v, &boards, &e, LabelBy::Search { plies: 0 }, 2, &done);
+        assert_eq!(label(v, &boards, &e, truncated(0), 2, &done), zero_ply);
+        let two = label(v, &boards, &e, truncated(2), 2, &done);
+        assert_eq!(two[12], [1.0, 1.0, 0.0, 0.0]);
+        assert_ne!(two, zero_ply);
+        assert_ne!(two, adjusted);
     }
 
     #[test]
