@@ -161,7 +161,7 @@ struct LabelArgs {
     no_luck: bool,
     /// With --rollouts: cut each game after this many plies and take the net's 0-ply
     /// value there (default: play to the end).
-    #[arg(long)]
+    #[arg(long, requires = "rollouts")]
     truncate: Option<u32>,
     /// With --rollouts: master seed of the dice.
     #[arg(long, default_value_t = 1)]
