@@ -150,22 +150,22 @@ struct LabelArgs {
     /// The labelling net: a .tnet file, or "default" for the committed one.
     #[arg(long)]
     net: String,
-    /// Search depth of the labels (0..=2).
-    #[arg(long, default_value_t = 1)]
+    /// Search depth of the labels (0..=2); not with --rollouts.
+    #[arg(long, default_value_t = 1, conflicts_with = "rollouts")]
     plies: u8,
     /// Label with the mean of a 0-ply rollout of this many games instead of a search.
     #[arg(long)]
     rollouts: Option<u32>,
     /// With --rollouts: no luck adjustment (the raw mean of the games).
-    #[arg(long)]
+    #[arg(long, requires = "rollouts")]
     no_luck: bool,
     /// With --rollouts: cut each game after this many plies and take the net's 0-ply
     /// value there (default: play to the end).
     #[arg(long, requires = "rollouts")]
     truncate: Option<u32>,
-    /// With --rollouts: master seed of the dice.
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
+    /// With --rollouts: master seed of the dice (default 1).
+    #[arg(long, requires = "rollouts")]
+    seed: Option<u64>,
     /// Worker threads (the result does not depend on it).
     #[arg(long, default_value_t = 2)]
     threads: usize,
@@ -422,7 +422,7 @@ fn label_cmd(a: LabelArgs) {
         Some(trials) => (
             LabelBy::Rollout {
                 trials,
-                seed: a.seed,
+                seed: a.seed.unwrap_or(1),
                 luck: !a.no_luck,
                 truncation: a.truncate,
             },
