@@ -707,3 +707,47 @@ fn td(a: TdArgs) {
         a.out
     );
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn label(extra: &[&str]) -> Result<Cli, clap::Error> {
+        let base = [
+            "train",
+            "label",
+            "--variant",
+            "portes",
+            "--net",
+            "default",
+            "--in",
+            "p.bin",
+            "--out",
+            "l.bin",
+        ];
+        Cli::try_parse_from(base.iter().chain(extra))
+    }
+
+    /// The rollout options of `train label` are refused without --rollouts (they
+    /// would be ignored), and --plies is refused with it.
+    #[test]
+    fn label_options_that_need_rollouts() {
+        for extra in [&["--seed", "3"][..], &["--no-luck"], &["--truncate", "10"]] {
+            let e = label(extra).expect_err("needs --rollouts");
+            assert_eq!(e.kind(), clap::error::ErrorKind::MissingRequiredArgument);
+        }
+        let e = label(&["--rollouts", "36", "--plies", "2"]).expect_err("conflict");
+        assert_eq!(e.kind(), clap::error::ErrorKind::ArgumentConflict);
+        let Cmd::Label(a) = label(&["--rollouts", "36", "--seed", "3", "--no-luck"])
+            .expect("valid")
+            .cmd
+        else {
+            panic!("not label")
+        };
+        assert_eq!((a.rollouts, a.seed, a.no_luck), (Some(36), Some(3), true));
+        let Cmd::Label(a) = label(&["--plies", "2"]).expect("valid").cmd else {
+            panic!("not label")
+        };
+        assert_eq!((a.plies, a.rollouts, a.seed), (2, None, None));
+    }
+}
