@@ -22,8 +22,9 @@
 use std::ops::ControlFlow;
 use tavli_engine::eval::engine::Engine;
 use tavli_engine::eval::features::has_contact;
+use tavli_engine::eval::net::to_probabilities;
 use tavli_engine::eval::rollout::{rollout, Luck, RolloutConfig};
-use tavli_engine::eval::{EvalOptions, Probabilities, StopWhen};
+use tavli_engine::eval::{EvalOptions, StopWhen};
 use tavli_engine::rules::position_id::to_id;
 use tavli_engine::rules::{Side, Variant};
 use tavli_engine::train::data::DataSet;
@@ -93,13 +94,7 @@ fn main() {
         let i = contact[(j * stride + offset) % contact.len()];
         let board = &data.boards[i];
         let t = data.targets[i];
-        let label = Probabilities {
-            win: t[0],
-            win_mars: t[1],
-            lose_mars: t[2],
-            draw: t[3],
-        }
-        .equity();
+        let label = to_probabilities(v, t).equity();
         let net = |plies| {
             engine
                 .evaluate_board(
