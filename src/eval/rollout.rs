@@ -28,12 +28,13 @@
 //!   of every roll costs about one 1-ply evaluation per turn, twenty times a 0-ply
 //!   turn without it; so in Portes the luck function values only the
 //!   [`PREFILTER_KEEP`] plays of a roll that Tesauro's pubeval ranks best (GNU
-//!   Backgammon prunes candidate plays with small nets in the same way), 2.7 times
-//!   cheaper for a standard error 7 % larger ([`Luck::Pruned`]). Measured on the
-//!   Portes start (`docs/rollout.md`): at 0 ply it divides the standard error of a
-//!   given number of trials by 3 for the same precision per CPU second as no
-//!   adjustment; at 1 ply it gives 11 times the precision per CPU second. The plays
-//!   actually made are always the engine's own choice among all plays.
+//!   Backgammon prunes candidate plays with small nets in the same way)
+//!   ([`Luck::Pruned`]). Measured on the Portes start with the committed nets
+//!   (`docs/rollout.md`): at 0 ply it divides the standard error of a given number of
+//!   trials by 4.6 for 2.2 times the precision per CPU second of no adjustment
+//!   (valuing every play: 1.6 times); at 1 ply (older nets) 11 times the precision per
+//!   CPU second. The plays actually made are always the engine's own choice among
+//!   all plays.
 //! - **Stratified dice**: the first random roll of trial `i` is entry `i mod 36` of a
 //!   seeded permutation of the 36 ordered rolls, the second is entry `(i / 36) mod 36`
 //!   of a seeded permutation chosen by the first: every 36 trials see each first roll
