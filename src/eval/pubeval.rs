@@ -107,11 +107,12 @@ pub fn score_after_move(b: &Board) -> f32 {
 /// race weights when `race`, else the contact weights.
 ///
 /// The sum of `w · x` is taken point by point from the mover's 24 down to its 1,
-/// then the bar and borne-off terms, as `pubeval.c` does; each point's term comes
-/// from a table ([`point_terms`]) holding exactly the `f32` that the five inputs of
-/// that point add (`w[2] + w[3]` for 3 checkers, ...), so the score is bit for bit
-/// that of the input-by-input sum, in about a quarter of the time (it is the
-/// prefilter of every Portes rollout turn, [`super::rollout::PREFILTER_KEEP`]).
+/// then the bar and borne-off terms, in `pubeval.c`'s input order; each point's term
+/// comes from a table ([`point_terms`]) holding exactly the `f32` that the five
+/// inputs of that point add (`w[2] + w[3]` for 3 checkers, ...), so the score is bit
+/// for bit that of summing the inputs one by one (the test's reference), without a
+/// branch per point. It ranks every play of every roll in a Portes rollout's luck
+/// function ([`super::rollout::PREFILTER_KEEP`]; docs/rollout.md has the timings).
 #[inline]
 pub fn score_with(b: &Board, race: bool) -> f32 {
     let (t, w) = if race {
