@@ -231,6 +231,32 @@ fn rollouts_obey_the_rule_bounds() {
 }
 
 #[test]
+fn the_mean_before_the_sanity_step_is_reported_too() {
+    use tavli_engine::eval::sanity::{possible_outcomes, project};
+    let engine = nets();
+    let pos = from_id(PORTES_START).unwrap();
+    let ok = possible_outcomes(Variant::Portes, &Board::from_position(&pos, pos.turn));
+    // Without the luck adjustment the mean is one of game results: consistent
+    // already, and nothing is ruled out at the start, so the sanity step keeps it.
+    let off = RolloutConfig {
+        trials: 36,
+        luck: Luck::Off,
+        ..RolloutConfig::default()
+    };
+    let r = run(&engine, PORTES_START, None, &off).0.unwrap();
+    assert_eq!(r.mean, r.probabilities);
+    // With it, the reported probabilities are the projection of the mean.
+    for trials in [2, 36] {
+        let cfg = RolloutConfig {
+            trials,
+            ..RolloutConfig::default()
+        };
+        let r = run(&engine, PORTES_START, None, &cfg).0.unwrap();
+        assert_eq!(project(r.mean, &ok), r.probabilities, "{trials} trials");
+    }
+}
+
+#[test]
 fn with_dice_the_best_play_is_made_first() {
     let engine = nets();
     let pos = from_id(PORTES_START).unwrap();

@@ -166,6 +166,15 @@ pub struct RolloutReport {
     /// The mean of the trials' results (luck-adjusted with variance reduction),
     /// passed through the sanity step ([`sanity::project`]) of the position.
     pub probabilities: Probabilities,
+    /// The same mean before the sanity step: with the luck adjustment an unbiased
+    /// estimate that can fall outside `[0, 1]` or be inconsistent (a luck-adjusted
+    /// trial is a game result minus its luck). Training labels take this one
+    /// ([`crate::train::supervised::LabelBy::Rollout`]): projecting a noisy estimate
+    /// onto what is possible biases it (a mars chance near 0 is raised by every
+    /// negative estimate set to 0), and a fit averages the noise out only where
+    /// there is no bias. Without the adjustment it is a mean of game results,
+    /// already consistent, and `probabilities` equals it when no rule bound applies.
+    pub mean: Probabilities,
     /// `probabilities.equity()`: points for the root mover, in `[-2, 2]`.
     pub equity: f32,
     /// Standard errors of the estimates.
@@ -530,6 +539,7 @@ fn report(
     RolloutReport {
         trials: sums.n,
         probabilities: p,
+        mean: raw,
         equity: p.equity(),
         standard_errors: StandardErrors {
             win: sums.std_error(0),
@@ -558,6 +568,7 @@ fn exact(
     RolloutReport {
         trials,
         probabilities: p,
+        mean: p,
         equity: p.equity(),
         standard_errors: StandardErrors::default(),
         done: true,
