@@ -237,7 +237,8 @@ fn the_mean_before_the_sanity_step_is_reported_too() {
     let pos = from_id(PORTES_START).unwrap();
     let ok = possible_outcomes(Variant::Portes, &Board::from_position(&pos, pos.turn));
     // Without the luck adjustment the mean is one of game results: consistent
-    // already, and nothing is ruled out at the start, so the sanity step keeps it.
+    // already, and nothing is ruled out at the start (R7: no side has borne off, so
+    // either can still win a mars), so the sanity step keeps it.
     let off = RolloutConfig {
         trials: 36,
         luck: Luck::Off,

@@ -217,7 +217,8 @@ mod tests {
     use super::*;
     use crate::rules::{Position, Side};
 
-    /// `pubeval.c`'s sum input by input: the reference for the table of [`score_with`].
+    /// `pubeval.c`'s sum input by input: the reference for the table of [`score_with`]
+    /// (an evaluator, not a rule: no RULES.md section; the plays are R3's).
     fn score_input_by_input(b: &Board, race: bool) -> f32 {
         let w = if race { &WR } else { &WC };
         let mut s = 0f32;

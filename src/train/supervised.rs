@@ -602,9 +602,10 @@ mod tests {
         let adjusted = label(v, &boards, &e, luck, 2, &done);
         assert_eq!(adjusted[12], [1.0, 1.0, 0.0, 0.0]);
         assert_ne!(adjusted, one);
-        // They are the rollouts' means before the sanity step: a luck-adjusted
-        // trial is a result minus its luck, so with 4 games some of these means lie
-        // outside what is possible, and they are kept as they are (unbiased).
+        // They are the rollouts' means before the sanity step, with only R7's zeros
+        // (bound_target): a luck-adjusted trial is a result minus its luck, so with
+        // 4 games some of these means lie outside what is possible, and they are kept
+        // as they are (unbiased).
         let engine = rollout_engine(v, &e);
         for (k, (b, t)) in boards.iter().zip(&adjusted).enumerate() {
             let p = rollout_label(&engine, v, b, 4, mix(7 ^ k as u64), true, None);
