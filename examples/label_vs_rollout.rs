@@ -12,19 +12,22 @@
 //! At the end, against the first spec's rollout (the reference): the mean difference
 //! of equity and the root mean square difference, also with the rollouts' noise taken
 //! out (the mean squared difference minus the mean squared standard error of the
-//! reference, and of the other rollout for a second spec).
-//! Equities are points for the side to move (cubeless, a mars counts 2). Usage:
+//! reference, and of the other rollout for a second spec). Each `net:PATH` argument
+//! adds that net file's 0-ply equity as one more value compared (after the rollouts'
+//! columns, before the Position ID); the rollouts are still played by the committed
+//! net. Equities are points for the side to move (cubeless, a mars counts 2). Usage:
 //!
-//! `cargo run --release --example label_vs_rollout -- LABELS [positions] [offset] [stride] [plies:trials ...]`
+//! `cargo run --release --example label_vs_rollout -- LABELS [positions] [offset] [stride] [plies:trials | net:PATH ...]`
 //!
 //! (defaults: 100 positions, offset 0, stride 0, one rollout `1:288`). Portes only.
 
 use std::ops::ControlFlow;
+use std::sync::Arc;
 use tavli_engine::eval::engine::Engine;
 use tavli_engine::eval::features::has_contact;
-use tavli_engine::eval::net::to_probabilities;
+use tavli_engine::eval::net::{to_probabilities, NetEvaluator, Nets};
 use tavli_engine::eval::rollout::{rollout, Luck, RolloutConfig};
-use tavli_engine::eval::{EvalOptions, StopWhen};
+use tavli_engine::eval::{EvalOptions, Evaluator, StopWhen};
 use tavli_engine::rules::position_id::to_id;
 use tavli_engine::rules::{Side, Variant};
 use tavli_engine::train::data::DataSet;
@@ -41,13 +44,27 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     let path = args
         .get(1)
-        .expect("usage: LABELS [positions] [offset] [stride] [plies:trials ...]");
+        .expect("usage: LABELS [positions] [offset] [stride] [plies:trials | net:PATH ...]");
     let n: usize = args.get(2).map_or(100, |s| s.parse().expect("positions"));
     let offset: usize = args.get(3).map_or(0, |s| s.parse().expect("offset"));
     let stride: usize = args.get(4).map_or(0, |s| s.parse().expect("stride"));
+    let nets: Vec<(String, Engine)> = args
+        .iter()
+        .skip(5)
+        .filter_map(|s| s.strip_prefix("net:"))
+        .map(|path| {
+            let nets = Nets::load(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+            let e: Arc<dyn Evaluator> = Arc::new(NetEvaluator::new(nets));
+            (
+                path.to_string(),
+                Engine::with_evaluators(Some(e), None, None),
+            )
+        })
+        .collect();
     let mut specs: Vec<(u8, u32)> = args
         .iter()
         .skip(5)
+        .filter(|s| !s.starts_with("net:"))
         .map(|s| {
             let (p, t) = s.split_once(':').expect("spec plies:trials");
             (p.parse().expect("plies"), t.parse().expect("trials"))
@@ -78,24 +95,28 @@ fn main() {
                 .skip(1)
                 .map(|(p, t)| format!("rollout {p}:{t}")),
         )
+        .chain(nets.iter().map(|(path, _)| format!("{path} 0-ply")))
         .collect();
     let mut diffs: Vec<Diff> = names.iter().map(|_| Diff::default()).collect();
     let mut count = 0usize;
     println!(
-        "# {} contact positions, stride {stride}; index label 0-ply 1-ply {} id",
+        "# {} contact positions, stride {stride}; index label 0-ply 1-ply {}{} id",
         contact.len(),
         specs
             .iter()
             .map(|(p, t)| format!("r{p}:{t} se"))
             .collect::<Vec<_>>()
-            .join(" ")
+            .join(" "),
+        nets.iter()
+            .map(|(path, _)| format!(" {path}"))
+            .collect::<String>()
     );
     for j in 0..n.min(contact.len()) {
         let i = contact[(j * stride + offset) % contact.len()];
         let board = &data.boards[i];
         let t = data.targets[i];
         let label = to_probabilities(v, t).equity();
-        let net = |plies| {
+        let value = |engine: &Engine, plies| {
             engine
                 .evaluate_board(
                     v,
@@ -127,10 +148,15 @@ fn main() {
             })
             .collect();
         let (reference, ref_se) = rolled[0];
-        let values: Vec<(f32, f32)> = [(label, 0.0), (net(0), 0.0), (net(1), 0.0)]
-            .into_iter()
-            .chain(rolled.iter().skip(1).copied())
-            .collect();
+        let values: Vec<(f32, f32)> = [
+            (label, 0.0),
+            (value(&engine, 0), 0.0),
+            (value(&engine, 1), 0.0),
+        ]
+        .into_iter()
+        .chain(rolled.iter().skip(1).copied())
+        .chain(nets.iter().map(|(_, e)| (value(e, 0), 0.0)))
+        .collect();
         for (d, &(x, se)) in diffs.iter_mut().zip(&values) {
             let e = (reference - x) as f64;
             d.sum += e;
@@ -139,7 +165,7 @@ fn main() {
         }
         count += 1;
         println!(
-            "{i} {label:.4} {:.4} {:.4} {} {}",
+            "{i} {label:.4} {:.4} {:.4} {}{} {}",
             values[1].0,
             values[2].0,
             rolled
@@ -147,6 +173,10 @@ fn main() {
                 .map(|(e, se)| format!("{e:.4} {se:.4}"))
                 .collect::<Vec<_>>()
                 .join(" "),
+            values[values.len() - nets.len()..]
+                .iter()
+                .map(|(e, _)| format!(" {e:.4}"))
+                .collect::<String>(),
             to_id(&pos)
         );
     }
