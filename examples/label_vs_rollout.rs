@@ -53,8 +53,9 @@ fn main() {
         .skip(5)
         .filter_map(|s| s.strip_prefix("net:"))
         .map(|path| {
-            let nets = Nets::load(path).unwrap_or_else(|e| panic!("{path}: {e}"));
-            let e: Arc<dyn Evaluator> = Arc::new(NetEvaluator::new(nets));
+            let file = Nets::load(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+            assert_eq!(file.variant, Variant::Portes, "{path}: a Portes net file");
+            let e: Arc<dyn Evaluator> = Arc::new(NetEvaluator::new(file));
             (
                 path.to_string(),
                 Engine::with_evaluators(Some(e), None, None),
