@@ -19,10 +19,11 @@
 //! The output layer stays in `f32`: `2^-shift` is folded into its weights (a power of
 //! two, so exact) and the hidden sums are converted to `f32` once.
 
-#[cfg(doc)]
-use super::inputs::InputSet;
-use super::inputs::{Counts, MAX_INPUTS};
-use super::net::{sigmoid, Net, OUTPUTS};
+use super::cpu::has_avx2;
+use super::inputs::{Counts, InputSet, MAX_INPUTS};
+use super::kernels::{sigmoid, MAX_HIDDEN, OUTPUTS};
+use crate::rules::board::Board;
+use crate::rules::Variant;
 
 /// The largest number of fractional bits of the fixed point.
 const MAX_SHIFT: i32 = 30;
@@ -30,6 +31,10 @@ const MAX_SHIFT: i32 = 30;
 /// A net's first layer in fixed point, and its output layer scaled to match.
 #[derive(Clone, Debug)]
 pub struct FirstLayer {
+    /// The variant whose inputs it reads.
+    variant: Variant,
+    /// The encoding it reads.
+    input_set: InputSet,
     /// Hidden units.
     hidden: usize,
     /// Inputs (`input_set.count(variant)`).
@@ -51,19 +56,30 @@ pub struct FirstLayer {
 }
 
 impl FirstLayer {
-    /// The fixed-point form of `net`'s first layer, or `None` when no shift keeps
-    /// every sum in `i32` or a weight is not finite (first-layer weights of about
-    /// 10^7 or more: no trained net comes near; [`super::net::Nets::from_bytes`]
-    /// rejects such files).
-    pub fn new(net: &Net) -> Option<FirstLayer> {
-        let (hidden, inputs) = (net.hidden, net.inputs());
+    /// The fixed-point form of a net's first layer, from its `f32` weights in the
+    /// layout of [`super::net::Net`] (`w1[j * hidden + h]` for the
+    /// `input_set.count(variant)` inputs `j`, `b1` of `hidden`, `w2[k * hidden + h]`
+    /// and `b2` of the [`OUTPUTS`] outputs `k`); `None` when no shift keeps every sum
+    /// in `i32` or a weight is not finite (first-layer weights of about 10^7 or more:
+    /// no trained net comes near; [`super::net::Nets::from_bytes`] rejects such
+    /// files).
+    pub fn new(
+        variant: Variant,
+        input_set: InputSet,
+        hidden: usize,
+        w1: &[f32],
+        b1: &[f32],
+        w2: &[f32],
+        b2: [f32; OUTPUTS],
+    ) -> Option<FirstLayer> {
+        let inputs = input_set.count(variant);
         let finite = |v: &[f32]| v.iter().all(|x| x.is_finite());
-        if !(finite(&net.w1) && finite(&net.b1) && finite(&net.w2) && finite(&net.b2)) {
+        if !(finite(w1) && finite(b1) && finite(w2) && finite(&b2)) {
             return None;
         }
-        let scales = net.input_set.scales(net.variant);
-        let max = net.input_set.max_counts(net.variant);
-        let side = |j: usize| net.input_set.checker_side(net.variant, j);
+        let scales = input_set.scales(variant);
+        let max = input_set.max_counts(variant);
+        let side = |j: usize| input_set.checker_side(variant, j);
         // The largest |sum| any board can give, unit by unit, for weights `w` (the
         // scaled weights in fixed point, or the float ones): each side's checker units
         // count at most its 15 checkers in all (`checker_side`), so they add at most
@@ -84,20 +100,20 @@ impl FirstLayer {
                 })
                 .fold(0.0, f64::max)
         };
-        let unit = |k: usize| net.w1[k] as f64 / scales[k / hidden] as f64;
+        let unit = |k: usize| w1[k] as f64 / scales[k / hidden] as f64;
         let fixed = |shift: i32| {
             let f = (2.0f64).powi(shift);
             let w: Vec<f64> = (0..inputs * hidden)
                 .map(|k| (unit(k) * f).round())
                 .collect();
-            let b: Vec<f64> = net.b1.iter().map(|&x| (x as f64 * f).round()).collect();
+            let b: Vec<f64> = b1.iter().map(|&x| (x as f64 * f).round()).collect();
             // Exact in f64: integers far below 2^53.
             (bound(&|k| w[k], &|h| b[h]) <= i32::MAX as f64).then_some((w, b))
         };
         // The float bound gives the shift to within one (rounding moves each weight by
         // at most half a unit); the rounded weights are checked from one above it
         // down, so the shift is the largest that fits.
-        let estimate = bound(&unit, &|h| net.b1[h] as f64);
+        let estimate = bound(&unit, &|h| b1[h] as f64);
         let start = if estimate > 0.0 {
             ((i32::MAX as f64 / estimate).log2().floor() as i32 + 1).clamp(0, MAX_SHIFT)
         } else {
@@ -106,6 +122,8 @@ impl FirstLayer {
         let (shift, (w, b)) = (0..=start).rev().find_map(|s| fixed(s).map(|q| (s, q)))?;
         let down = (2.0f32).powi(-shift);
         Some(FirstLayer {
+            variant,
+            input_set,
             hidden,
             inputs,
             shift,
@@ -119,9 +137,9 @@ impl FirstLayer {
                 })
                 .collect(),
             b: b.into_iter().map(|x| x as i32).collect(),
-            w2: net.w2.iter().map(|&x| x * down).collect(),
-            b2: net.b2,
-            draws: net.variant == crate::rules::Variant::Plakoto,
+            w2: w2.iter().map(|&x| x * down).collect(),
+            b2,
+            draws: variant == Variant::Plakoto,
         })
     }
 
@@ -198,7 +216,7 @@ fn add_changes(
 ) {
     assert!(w.len() >= inputs * hidden && acc.len() >= hidden && inputs <= MAX_INPUTS);
     #[cfg(target_arch = "x86_64")]
-    if super::net::has_avx2() && std::arch::is_x86_feature_detected!("avx512f") {
+    if has_avx2() && std::arch::is_x86_feature_detected!("avx512f") {
         // SAFETY: the CPU has AVX-512F, AVX2 and BMI1; shapes checked above.
         match hidden {
             128 => return unsafe { add_changes_avx512::<8, 1>(w, inputs, cur, prev, acc) },
@@ -208,12 +226,12 @@ fn add_changes(
         }
     }
     #[cfg(target_arch = "x86_64")]
-    if hidden.is_multiple_of(64) && super::net::has_avx2() {
+    if hidden.is_multiple_of(64) && has_avx2() {
         // SAFETY: the CPU has AVX2 and BMI1 (`has_avx2`); shapes checked above.
         return unsafe { add_changes_avx2_by64(w, hidden, inputs, cur, prev, acc) };
     }
     #[cfg(target_arch = "x86_64")]
-    if super::net::has_avx2() {
+    if has_avx2() {
         // SAFETY: the CPU has AVX2 (`has_avx2`).
         return unsafe { add_changes_avx2(w, hidden, inputs, cur, prev, acc) };
     }
@@ -428,19 +446,20 @@ unsafe fn add_changes_avx512_part<const K: usize, const P: usize>(
     }
 }
 
-/// Evaluates a run of boards with one net, each board's hidden sums updated from the
-/// previous board's ([`FirstLayer::update`]): the same bits as evaluating each alone.
+/// Evaluates a run of boards with one net's first layer, each board's hidden sums
+/// updated from the previous board's ([`FirstLayer::update`]): the same bits as
+/// evaluating each alone.
 pub(crate) struct Chain {
     /// The counts of the previous board, then of the current one.
     counts: [Counts; 2],
     /// Which of `counts` holds the previous board's.
     prev: usize,
     /// The previous board's hidden sums (valid when `net` is set).
-    acc: [i32; super::net::MAX_HIDDEN],
+    acc: [i32; MAX_HIDDEN],
     /// The first layer whose sums `acc` holds (its address), if any.
     net: Option<usize>,
     /// Scratch for the output layer.
-    h: [f32; super::net::MAX_HIDDEN],
+    h: [f32; MAX_HIDDEN],
 }
 
 impl Default for Chain {
@@ -455,9 +474,9 @@ impl Chain {
         Chain {
             counts: [[0; MAX_INPUTS]; 2],
             prev: 0,
-            acc: [0; super::net::MAX_HIDDEN],
+            acc: [0; MAX_HIDDEN],
             net: None,
-            h: [0.0; super::net::MAX_HIDDEN],
+            h: [0.0; MAX_HIDDEN],
         }
     }
 
@@ -467,14 +486,16 @@ impl Chain {
         self.net = None;
     }
 
-    /// The raw outputs of `net` for `board` (the mover's view, game not over).
+    /// The raw outputs of the net of `first` for `board` (the mover's view, game not
+    /// over).
     #[inline]
-    pub(crate) fn eval(&mut self, net: &Net, board: &crate::rules::board::Board) -> [f32; OUTPUTS] {
-        let first = net.first_layer();
+    pub(crate) fn eval(&mut self, first: &FirstLayer, board: &Board) -> [f32; OUTPUTS] {
         let cur = 1 - self.prev;
         let [a, b] = &mut self.counts;
         let (cur_counts, prev_counts) = if cur == 0 { (a, &*b) } else { (b, &*a) };
-        net.input_set.encode_counts(net.variant, board, cur_counts);
+        first
+            .input_set
+            .encode_counts(first.variant, board, cur_counts);
         let id = first as *const FirstLayer as usize;
         if self.net == Some(id) {
             first.update(cur_counts, prev_counts, &mut self.acc);
@@ -509,9 +530,8 @@ mod tests {
     use super::*;
     use crate::eval::features::tests::random_play_boards;
     use crate::eval::inputs::SparseInputs;
-    use crate::eval::net::{default_bytes, Nets, MAX_HIDDEN};
+    use crate::eval::net::{default_bytes, Nets};
     use crate::eval::Probabilities;
-    use crate::rules::Variant;
     use rand::{Rng, SeedableRng};
 
     const VARIANTS: [Variant; 3] = [Variant::Portes, Variant::Plakoto, Variant::Fevga];
@@ -624,7 +644,7 @@ mod tests {
                     f(&mut a);
                     a
                 };
-                if crate::eval::net::has_avx2() {
+                if crate::eval::cpu::has_avx2() {
                     // SAFETY: the CPU has AVX2 and BMI1; shapes as the contracts ask
                     // (every `hidden` here is a multiple of 64).
                     let a = run(&|a| unsafe {
@@ -636,7 +656,7 @@ mod tests {
                         run(&|a| unsafe { add_changes_avx2(&w, hidden, inputs, &cur, &prev, a) });
                     assert_eq!(a, want, "seed {seed}");
                 }
-                if crate::eval::net::has_avx2() && std::arch::is_x86_feature_detected!("avx512f") {
+                if crate::eval::cpu::has_avx2() && std::arch::is_x86_feature_detected!("avx512f") {
                     // SAFETY: the CPU has AVX-512F, AVX2 and BMI1; shapes as the
                     // contract asks (16 K P hidden units).
                     let a = match hidden {
@@ -681,7 +701,7 @@ mod tests {
             let mut n = nets.clone();
             n.main.w1[5] = bad;
             n.main.weights_changed();
-            assert!(FirstLayer::new(&n.main).is_none(), "{bad}");
+            assert!(n.main.build_first_layer().is_none(), "{bad}");
             assert!(
                 matches!(
                     Nets::from_bytes(&n.to_bytes()),

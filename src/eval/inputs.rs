@@ -103,7 +103,7 @@ impl InputSet {
     #[inline]
     pub fn encode(self, variant: Variant, board: &Board, out: &mut SparseInputs) {
         #[cfg(target_arch = "x86_64")]
-        if super::net::has_avx2() {
+        if super::cpu::has_avx2() {
             // SAFETY: the CPU supports AVX2, POPCNT, LZCNT and BMI1 (checked by
             // `has_avx2`).
             unsafe { encode_fast(self, variant, board, out) };
@@ -492,7 +492,7 @@ impl InputSet {
     #[inline]
     pub fn encode_counts(self, variant: Variant, board: &Board, out: &mut Counts) {
         #[cfg(target_arch = "x86_64")]
-        if super::net::has_avx2() {
+        if super::cpu::has_avx2() {
             // SAFETY: the CPU supports AVX2, POPCNT, LZCNT and BMI1 (checked by
             // `has_avx2`).
             unsafe { encode_counts_fast(self, variant, board, out) };

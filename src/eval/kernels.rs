@@ -17,6 +17,17 @@
 
 use super::inputs::SparseInputs;
 
+/// Number of outputs of a net: win, win_mars, lose_mars, draw.
+pub const OUTPUTS: usize = 4;
+/// The largest hidden layer accepted (stack buffers are this size).
+pub const MAX_HIDDEN: usize = 512;
+
+/// The logistic function, the activation of a net's outputs.
+#[inline(always)]
+pub(crate) fn sigmoid(z: f32) -> f32 {
+    1.0 / (1.0 + (-z).exp())
+}
+
 /// Hidden sums kept in registers at a time: eight registers, SSE or AVX2 (eight
 /// independent chains of adds, so that their latency overlaps).
 const BLOCK_SSE: usize = 32;
@@ -479,10 +490,10 @@ fn outputs_any<const N: usize>(w2: &[f32], b2: &[f32; 4], h: &mut [f32]) -> [f32
     z
 }
 
-/// Dot product with 8 independent accumulators (lane `i mod 8`), then the lanes in
-/// order, then the tail.
+/// Dot product with 8 independent accumulators (lane `i mod 8`, so the compiler
+/// vectorises it), then the lanes in order, then the tail.
 #[inline(always)]
-fn dot(a: &[f32], b: &[f32]) -> f32 {
+pub(crate) fn dot(a: &[f32], b: &[f32]) -> f32 {
     let mut acc = [0.0f32; 8];
     let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
     let (ra, rb) = (ca.remainder(), cb.remainder());

@@ -5,6 +5,7 @@
 //! server runs; training, baselines and strength matches live in [`crate::train`],
 //! which depends on this module and never the other way round.
 
+pub mod cpu;
 pub mod features;
 pub mod first_layer;
 pub mod inputs;

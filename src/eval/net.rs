@@ -63,16 +63,14 @@
 use super::features::has_contact;
 use super::first_layer::{with_chain, FirstLayer};
 use super::inputs::{InputSet, SparseInputs};
+use super::kernels::sigmoid;
 use super::{Evaluator, Probabilities};
 use crate::rules::board::Board;
 use crate::rules::Variant;
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
-/// Number of outputs: win, win_mars, lose_mars, draw.
-pub const OUTPUTS: usize = 4;
-/// The largest hidden layer accepted (stack buffers are this size).
-pub const MAX_HIDDEN: usize = 512;
+pub use super::kernels::{MAX_HIDDEN, OUTPUTS};
 /// File magic.
 pub const MAGIC: [u8; 4] = *b"TNET";
 /// File format version written.
@@ -96,7 +94,7 @@ pub enum NetError {
     /// The stored FNV-1a checksum does not match the content.
     ChecksumMismatch { stored: u32, computed: u32 },
     /// Weights that are not finite, or first-layer weights too large for the
-    /// evaluator's fixed point ([`FirstLayer::new`]).
+    /// evaluator's fixed point ([`Net::build_first_layer`]).
     BadWeights(String),
     /// Reading or writing the file failed.
     Io(String),
@@ -189,43 +187,6 @@ impl std::fmt::Debug for FirstLayerCache {
     }
 }
 
-#[inline(always)]
-pub(crate) fn sigmoid(z: f32) -> f32 {
-    1.0 / (1.0 + (-z).exp())
-}
-
-/// Dot product with 8 independent accumulators (so the compiler vectorises it).
-#[inline(always)]
-pub(crate) fn dot(a: &[f32], b: &[f32]) -> f32 {
-    let mut acc = [0.0f32; 8];
-    let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
-    let (ra, rb) = (ca.remainder(), cb.remainder());
-    for (x, y) in ca.zip(cb) {
-        for k in 0..8 {
-            acc[k] += x[k] * y[k];
-        }
-    }
-    let mut s: f32 = acc.iter().sum();
-    for (x, y) in ra.iter().zip(rb) {
-        s += x * y;
-    }
-    s
-}
-
-/// Whether the CPU has AVX2 and the bit instructions POPCNT, LZCNT and BMI1 (which
-/// every AVX2 CPU has; checked once).
-#[cfg(target_arch = "x86_64")]
-#[inline]
-pub(crate) fn has_avx2() -> bool {
-    static AVX2: OnceLock<bool> = OnceLock::new();
-    *AVX2.get_or_init(|| {
-        std::arch::is_x86_feature_detected!("avx2")
-            && std::arch::is_x86_feature_detected!("popcnt")
-            && std::arch::is_x86_feature_detected!("lzcnt")
-            && std::arch::is_x86_feature_detected!("bmi1")
-    })
-}
-
 /// Consistent [`Probabilities`] from the raw outputs `[win, win_mars, lose_mars,
 /// draw]`: the draw is dropped outside Plakoto, then `win <= 1 - draw`,
 /// `win_mars <= win`, `lose_mars <= 1 - win - draw`.
@@ -292,7 +253,7 @@ impl Net {
     /// 9,000 positions from random play (3·10^-4 at most in 50,000).
     #[inline]
     pub fn eval_raw(&self, board: &Board) -> [f32; OUTPUTS] {
-        with_chain(|c| c.eval(self, board))
+        with_chain(|c| c.eval(self.first_layer(), board))
     }
 
     /// Consistent probabilities for a board (the mover's view, game not over).
@@ -305,11 +266,25 @@ impl Net {
     #[inline]
     pub fn first_layer(&self) -> &FirstLayer {
         self.first.0.get_or_init(|| {
-            Box::new(FirstLayer::new(self).expect(
+            Box::new(self.build_first_layer().expect(
                 "weights not finite or too large for the fixed point (files with such weights \
                  are rejected when read)",
             ))
         })
+    }
+
+    /// [`FirstLayer::new`] of this net's weights: `None` when they are not finite or
+    /// too large for the fixed point.
+    pub fn build_first_layer(&self) -> Option<FirstLayer> {
+        FirstLayer::new(
+            self.variant,
+            self.input_set,
+            self.hidden,
+            &self.w1,
+            &self.b1,
+            &self.w2,
+            self.b2,
+        )
     }
 
     /// The raw outputs of training's `f32` forward pass ([`Net::forward`]) for a board
@@ -482,9 +457,9 @@ impl Nets {
         out.clear();
         with_chain(|c| {
             out.extend(
-                boards
-                    .iter()
-                    .map(|b| to_probabilities(self.variant, c.eval(self.net_for(b), b))),
+                boards.iter().map(|b| {
+                    to_probabilities(self.variant, c.eval(self.net_for(b).first_layer(), b))
+                }),
             );
         })
     }
@@ -602,7 +577,7 @@ impl Nets {
         let mut read = read.map(|net| {
             // The evaluator's fixed point, built now: a file it cannot hold is an
             // error here, not a panic at the first evaluation.
-            let first = FirstLayer::new(&net).ok_or_else(|| {
+            let first = net.build_first_layer().ok_or_else(|| {
                 NetError::BadWeights(
                     "not finite, or too large for the evaluator's fixed point".into(),
                 )

@@ -220,6 +220,35 @@ pub fn decided(variant: Variant, b: &Board) -> Option<Probabilities> {
     decided_or_possible(variant, b).ok()
 }
 
+/// Probabilities, for the side that made the play, of a play that ended the game.
+#[inline]
+pub fn outcome_probabilities(o: RelOutcome) -> Probabilities {
+    match o {
+        RelOutcome::Win { points, .. } => Probabilities {
+            win: 1.0,
+            win_mars: if points >= 2 { 1.0 } else { 0.0 },
+            lose_mars: 0.0,
+            draw: 0.0,
+        },
+        RelOutcome::Draw => Probabilities {
+            draw: 1.0,
+            ..Probabilities::default()
+        },
+    }
+}
+
+/// Probabilities for the mover of a board whose game is over (R9), from
+/// [`Board::game_over_for_mover`]'s answer.
+#[inline]
+pub fn game_over_probabilities(mover_won: bool, o: RelOutcome) -> Probabilities {
+    let p = outcome_probabilities(o);
+    match o {
+        RelOutcome::Draw => p,
+        RelOutcome::Win { .. } if mover_won => p,
+        RelOutcome::Win { .. } => p.flip(),
+    }
+}
+
 /// [`decided`]'s exact probabilities as `Ok`, or else the [`possible_outcomes`] and
 /// what it found of the rolls that end the game as `Err` (so that [`sanitize`] does
 /// not compute them again).
@@ -232,7 +261,7 @@ fn decided_or_possible(variant: Variant, b: &Board) -> Result<Probabilities, (Po
         || (variant == Variant::Plakoto && (opp_mother_pinned(b) || own_mother_pinned(b)));
     if may_be_over {
         if let Some((mover_won, o)) = b.game_over_for_mover(variant) {
-            return Ok(super::search::game_over_probabilities(mover_won, o));
+            return Ok(game_over_probabilities(mover_won, o));
         }
     }
     let ok = possible_outcomes(variant, b);

@@ -23,8 +23,10 @@
 
 use super::bearoff::{is_no_contact_bearoff, BearoffDb};
 use super::sanity;
+/// A play that ends the game is scored with these (exact, R5.5, R7).
+pub use super::sanity::{game_over_probabilities, outcome_probabilities};
 use super::{EvalError, Evaluator, Probabilities, StopWhen, MAX_PLIES};
-use crate::rules::board::{Board, RelOutcome};
+use crate::rules::board::Board;
 use crate::rules::movegen::{generate_positions, PlayResult};
 use crate::rules::{Dice, Variant};
 use std::cell::RefCell;
@@ -55,35 +57,6 @@ pub fn roll_weight(d: Dice) -> f32 {
         1.0 / 36.0
     } else {
         2.0 / 36.0
-    }
-}
-
-/// Probabilities, for the side that made the play, of a play that ended the game.
-#[inline]
-pub fn outcome_probabilities(o: RelOutcome) -> Probabilities {
-    match o {
-        RelOutcome::Win { points, .. } => Probabilities {
-            win: 1.0,
-            win_mars: if points >= 2 { 1.0 } else { 0.0 },
-            lose_mars: 0.0,
-            draw: 0.0,
-        },
-        RelOutcome::Draw => Probabilities {
-            draw: 1.0,
-            ..Probabilities::default()
-        },
-    }
-}
-
-/// Probabilities for the mover of a board whose game is over (R9), from
-/// [`Board::game_over_for_mover`]'s answer.
-#[inline]
-pub fn game_over_probabilities(mover_won: bool, o: RelOutcome) -> Probabilities {
-    let p = outcome_probabilities(o);
-    match o {
-        RelOutcome::Draw => p,
-        RelOutcome::Win { .. } if mover_won => p,
-        RelOutcome::Win { .. } => p.flip(),
     }
 }
 

@@ -5,7 +5,8 @@
 //! [`crate::eval::net`].
 
 use crate::eval::inputs::{InputSet, SparseInputs};
-use crate::eval::net::{dot, sigmoid, Net, MAX_HIDDEN, OUTPUTS};
+use crate::eval::kernels::{dot, sigmoid};
+use crate::eval::net::{Net, MAX_HIDDEN, OUTPUTS};
 use crate::rules::Variant;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
