@@ -30,8 +30,12 @@
 //! features of the opponent ([`super::features::side_features`] on the board and on
 //! the mirrored board): 244 / 288 / 240 inputs.
 //!
-//! The encoding is sparse ([`SparseInputs`]: only non-zero units, in increasing index
-//! order), built with lookup tables by count and no allocation.
+//! One encoder spells this layout out for the two forms the nets read: the sparse
+//! `f32` values of training's forward pass ([`InputSet::encode`] into
+//! [`SparseInputs`]: only non-zero units, in increasing index order) and the integer
+//! counts of the evaluator's first layer ([`InputSet::encode_counts`] into
+//! [`Counts`]: a value is its count over its scale). Both are built with lookup
+//! tables by count and no allocation.
 
 #[cfg(test)]
 use super::features::side_features;
@@ -99,7 +103,8 @@ impl InputSet {
         num_inputs(variant) + 2 * self.features()
     }
 
-    /// Encodes `board` (the mover's view, game not over) into `out`.
+    /// Encodes `board` (the mover's view, game not over) into `out`, the inputs that
+    /// training's `f32` forward pass reads ([`encode_into`]).
     #[inline]
     pub fn encode(self, variant: Variant, board: &Board, out: &mut SparseInputs) {
         #[cfg(target_arch = "x86_64")]
@@ -109,7 +114,7 @@ impl InputSet {
             unsafe { encode_fast(self, variant, board, out) };
             return;
         }
-        encode_set(self, variant, board, out)
+        encode_into::<_, false>(self, variant, board, out)
     }
 }
 
@@ -119,39 +124,106 @@ impl InputSet {
 #[target_feature(enable = "avx2,popcnt,lzcnt,bmi1")]
 #[inline]
 fn encode_fast(set: InputSet, variant: Variant, board: &Board, out: &mut SparseInputs) {
-    encode(variant, board, out);
-    if set.features() > 0 {
-        let f = both_sides_features::<true>(variant, board);
-        // SAFETY: this function runs only where the CPU has AVX2.
-        unsafe { out.dense_avx2(num_inputs(variant), &f) };
-    }
+    encode_into::<_, true>(set, variant, board, out)
 }
 
-#[inline(always)]
-fn encode_set(set: InputSet, variant: Variant, board: &Board, out: &mut SparseInputs) {
-    encode(variant, board, out);
-    if set.features() > 0 {
-        let f = both_sides_features::<false>(variant, board);
-        out.dense(num_inputs(variant), &f);
-    }
+/// Where [`encode_into`] writes a board's inputs: the sparse `f32` values of
+/// training's forward pass ([`SparseInputs`]) or the integer counts of the
+/// evaluator's first layer ([`Counts`]). The layout (which input is where) is
+/// [`encode_into`]'s alone; a sink only stores a unit of each kind, in increasing
+/// index order. An input's value is its count over its scale
+/// ([`InputSet::scales`]).
+trait Sink {
+    /// Starts a board: every input 0.
+    fn clear(&mut self);
+    /// The four unary units of `count` (0..=15) at `base..base + 4`: counts 1, 1, 1
+    /// and `count − 3` of scales 1, 1, 1, 2, each unit present from the count it
+    /// needs on ([`UNARY_COUNTS`]).
+    fn unary(&mut self, base: usize, count: u8);
+    /// A binary unit at `index`.
+    fn flag(&mut self, index: usize, on: bool);
+    /// Every set bit `i` (1..=24) of `mask` as a binary unit at `base + i − 1`.
+    fn bits(&mut self, base: usize, mask: u32);
+    /// A borne-off count (0..=15) at `index`, of scale 15.
+    fn off(&mut self, index: usize, count: u8);
+    /// The [`SIDE_FEATURES`] features of the mover (from `board`) and then of the
+    /// opponent (from `mirrored`) at `base..base + 2 · SIDE_FEATURES`. `AVX2` as for
+    /// `side_features_inline`: set only in code compiled for AVX2 and the bit
+    /// instructions ([`encode_fast`], [`encode_counts_fast`]).
+    fn features<const AVX2: bool>(
+        &mut self,
+        variant: Variant,
+        base: usize,
+        board: &Board,
+        mirrored: &Board,
+    );
 }
 
-/// The V2 features of the mover, then those of the opponent (on the mirrored board):
-/// the inputs from [`num_inputs`] on. `AVX2` as for `side_features_inline`.
+/// Encodes `board` (the mover's view, game not over) for a net of `set` and
+/// `variant` into `out`: the layout of the module documentation, spelled out once
+/// for both encodings (`counts_over_scales_are_the_inputs` checks that their values
+/// agree bit for bit). `AVX2` as for [`Sink::features`].
 #[inline(always)]
-fn both_sides_features<const AVX2: bool>(
+fn encode_into<S: Sink, const AVX2: bool>(
+    set: InputSet,
     variant: Variant,
     board: &Board,
-) -> [f32; 2 * SIDE_FEATURES] {
-    let mut f = [0.0f32; 2 * SIDE_FEATURES];
-    let (own, opp) = f.split_at_mut(SIDE_FEATURES);
-    side_features_inline::<AVX2>(variant, board, own.try_into().expect("20 features"));
-    side_features_inline::<AVX2>(
-        variant,
-        &board.mirror(variant),
-        opp.try_into().expect("20 features"),
-    );
-    f
+    out: &mut S,
+) {
+    // The opponent's view first: its features read it with wide loads, which wait
+    // when they follow the narrower stores that built it too closely.
+    let mirrored = (set.features() > 0).then(|| board.mirror(variant));
+    out.clear();
+    // Only points holding checkers have non-zero units: visit those, in order.
+    let empty = below_mask::<1>(&board.own) & below_mask::<1>(&board.opp);
+    let mut occupied = !empty & 0x01ff_fffe;
+    while occupied != 0 {
+        let i = occupied.trailing_zeros() as usize;
+        occupied &= occupied - 1;
+        out.unary((i - 1) * 8, board.own[i]);
+        out.unary((i - 1) * 8 + 4, board.opp[i]);
+    }
+    let b = POINT_INPUTS;
+    let (own_off, opp_off) = (board.own[OFF], board.opp[OFF]);
+    match variant {
+        Variant::Portes => {
+            out.unary(b, board.own[BAR]);
+            out.unary(b + 4, board.opp[BAR]);
+            off_units(out, b + 8, own_off, opp_off);
+        }
+        Variant::Plakoto => {
+            out.bits(b, board.own_pinned);
+            out.bits(b + 24, board.opp_pinned);
+            off_units(out, b + 48, own_off, opp_off);
+            out.flag(b + 52, board.own_pinned >> 24 & 1 == 1);
+            out.flag(b + 53, board.opp_pinned >> 1 & 1 == 1);
+            out.flag(b + 54, board.own_at(24) == 0);
+            out.flag(b + 55, board.opp_at(1) == 0);
+        }
+        Variant::Fevga => {
+            off_units(out, b, own_off, opp_off);
+            // The opponent's own point j is the mover's flip_index(j) (R1).
+            let opp_own = |j: usize| board.opp[flip_index(Variant::Fevga, j)];
+            let own_runner = (12..=23).any(|p| board.own[p] > 0);
+            let opp_runner = (12..=23).any(|j| opp_own(j) > 0);
+            out.flag(b + 4, board.own[24] == 15);
+            out.flag(b + 5, board.own[24] == 14 && own_runner);
+            out.flag(b + 6, opp_own(24) == 15);
+            out.flag(b + 7, opp_own(24) == 14 && opp_runner);
+        }
+    }
+    if let Some(mirrored) = &mirrored {
+        out.features::<AVX2>(variant, num_inputs(variant), board, mirrored);
+    }
+}
+
+/// Off counts ÷ 15 and "at least one off" flags at `base..base+4`.
+#[inline(always)]
+fn off_units(out: &mut impl Sink, base: usize, own_off: u8, opp_off: u8) {
+    out.off(base, own_off);
+    out.off(base + 1, opp_off);
+    out.flag(base + 2, own_off > 0);
+    out.flag(base + 3, opp_off > 0);
 }
 
 /// `COMPACT[m]`: the lanes `k` (0..8) whose bit `k` is set in `m`, in increasing
@@ -228,30 +300,12 @@ impl SparseInputs {
             .map(|(&i, &v)| (i as usize, v))
     }
 
-    /// Appends the unary units of `count` at `base..base+4` (only the non-zero ones
-    /// are kept: all four are written, `len` advances by their number).
-    #[inline(always)]
-    fn unary(&mut self, base: usize, count: u8) {
-        let c = (count as usize).min(15);
-        let n = self.len;
-        let b = base as u16;
-        self.idx[n..n + 4].copy_from_slice(&[b, b + 1, b + 2, b + 3]);
-        self.val[n..n + 4].copy_from_slice(&UNARY[c]);
-        self.len = n + UNITS[c];
-    }
-
     /// Appends `value` at `index` when `keep` (branch-free).
     #[inline(always)]
     fn push_if(&mut self, index: usize, value: f32, keep: bool) {
         self.idx[self.len] = index as u16;
         self.val[self.len] = value;
         self.len += keep as usize;
-    }
-
-    /// Appends a binary unit.
-    #[inline(always)]
-    fn flag(&mut self, index: usize, on: bool) {
-        self.push_if(index, 1.0, on);
     }
 
     /// Appends the non-zero values of `values` at `base..base + values.len()`.
@@ -299,8 +353,31 @@ impl SparseInputs {
             }
         }
     }
+}
 
-    /// Appends every set bit `i` (1..=24) of `mask` as unit `base + i - 1`.
+impl Sink for SparseInputs {
+    #[inline(always)]
+    fn clear(&mut self) {
+        self.len = 0;
+    }
+
+    /// Only the non-zero units are kept: all four are written, `len` advances by
+    /// their number.
+    #[inline(always)]
+    fn unary(&mut self, base: usize, count: u8) {
+        let c = (count as usize).min(15);
+        let n = self.len;
+        let b = base as u16;
+        self.idx[n..n + 4].copy_from_slice(&[b, b + 1, b + 2, b + 3]);
+        self.val[n..n + 4].copy_from_slice(&UNARY[c]);
+        self.len = n + UNITS[c];
+    }
+
+    #[inline(always)]
+    fn flag(&mut self, index: usize, on: bool) {
+        self.push_if(index, 1.0, on);
+    }
+
     #[inline(always)]
     fn bits(&mut self, base: usize, mask: u32) {
         let mut m = mask & 0x01ff_fffe;
@@ -312,59 +389,42 @@ impl SparseInputs {
             m &= m - 1;
         }
     }
+
+    #[inline(always)]
+    fn off(&mut self, index: usize, count: u8) {
+        self.push_if(index, count as f32 / 15.0, count > 0);
+    }
+
+    /// Each side's counts over their scales (`side_features_inline`), the non-zero
+    /// ones appended eight at a time with AVX2 ([`SparseInputs::dense_avx2`]).
+    #[inline(always)]
+    fn features<const AVX2: bool>(
+        &mut self,
+        variant: Variant,
+        base: usize,
+        board: &Board,
+        mirrored: &Board,
+    ) {
+        let mut f = [0.0f32; 2 * SIDE_FEATURES];
+        let (own, opp) = f.split_at_mut(SIDE_FEATURES);
+        side_features_inline::<AVX2>(variant, board, own.try_into().expect("20 features"));
+        side_features_inline::<AVX2>(variant, mirrored, opp.try_into().expect("20 features"));
+        #[cfg(target_arch = "x86_64")]
+        if AVX2 {
+            // SAFETY: `AVX2` is set only where the CPU has AVX2 and POPCNT (the
+            // trait's contract).
+            unsafe { self.dense_avx2(base, &f) };
+            return;
+        }
+        self.dense(base, &f);
+    }
 }
 
-/// Encodes `board` (the mover's view, game not over) for the net of `variant`.
+/// Encodes `board` (the mover's view, game not over) for the V1 net of `variant`
+/// ([`InputSet::V1`]).
 #[inline(always)]
 pub fn encode(variant: Variant, board: &Board, out: &mut SparseInputs) {
-    out.len = 0;
-    // Only points holding checkers have non-zero units: visit those, in order.
-    let empty = below_mask::<1>(&board.own) & below_mask::<1>(&board.opp);
-    let mut occupied = !empty & 0x01ff_fffe;
-    while occupied != 0 {
-        let i = occupied.trailing_zeros() as usize;
-        occupied &= occupied - 1;
-        out.unary((i - 1) * 8, board.own[i]);
-        out.unary((i - 1) * 8 + 4, board.opp[i]);
-    }
-    let b = POINT_INPUTS;
-    let (own_off, opp_off) = (board.own[OFF], board.opp[OFF]);
-    match variant {
-        Variant::Portes => {
-            out.unary(b, board.own[BAR]);
-            out.unary(b + 4, board.opp[BAR]);
-            off_units(out, b + 8, own_off, opp_off);
-        }
-        Variant::Plakoto => {
-            out.bits(b, board.own_pinned);
-            out.bits(b + 24, board.opp_pinned);
-            off_units(out, b + 48, own_off, opp_off);
-            out.flag(b + 52, board.own_pinned >> 24 & 1 == 1);
-            out.flag(b + 53, board.opp_pinned >> 1 & 1 == 1);
-            out.flag(b + 54, board.own_at(24) == 0);
-            out.flag(b + 55, board.opp_at(1) == 0);
-        }
-        Variant::Fevga => {
-            off_units(out, b, own_off, opp_off);
-            // The opponent's own point j is the mover's flip_index(j) (R1).
-            let opp_own = |j: usize| board.opp[flip_index(Variant::Fevga, j)];
-            let own_runner = (12..=23).any(|p| board.own[p] > 0);
-            let opp_runner = (12..=23).any(|j| opp_own(j) > 0);
-            out.flag(b + 4, board.own[24] == 15);
-            out.flag(b + 5, board.own[24] == 14 && own_runner);
-            out.flag(b + 6, opp_own(24) == 15);
-            out.flag(b + 7, opp_own(24) == 14 && opp_runner);
-        }
-    }
-}
-
-/// Off counts ÷ 15 and "at least one off" flags at `base..base+4`.
-#[inline(always)]
-fn off_units(out: &mut SparseInputs, base: usize, own_off: u8, opp_off: u8) {
-    out.push_if(base, own_off as f32 / 15.0, own_off > 0);
-    out.push_if(base + 1, opp_off as f32 / 15.0, opp_off > 0);
-    out.flag(base + 2, own_off > 0);
-    out.flag(base + 3, opp_off > 0);
+    encode_into::<_, false>(InputSet::V1, variant, board, out)
 }
 
 /// Dense form of [`encode`]: `out[..num_inputs(variant)]` is the input vector, the
@@ -498,7 +558,7 @@ impl InputSet {
             unsafe { encode_counts_fast(self, variant, board, out) };
             return;
         }
-        encode_counts_inline::<false>(self, variant, board, out)
+        encode_into::<_, false>(self, variant, board, out)
     }
 }
 
@@ -507,70 +567,52 @@ impl InputSet {
 #[target_feature(enable = "avx2,popcnt,lzcnt,bmi1")]
 #[inline]
 fn encode_counts_fast(set: InputSet, variant: Variant, board: &Board, out: &mut Counts) {
-    encode_counts_inline::<true>(set, variant, board, out)
+    encode_into::<_, true>(set, variant, board, out)
 }
 
-/// [`InputSet::encode_counts`]; `AVX2` as for `side_features_inline`.
-#[inline(always)]
-fn encode_counts_inline<const AVX2: bool>(
-    set: InputSet,
-    variant: Variant,
-    board: &Board,
-    out: &mut Counts,
-) {
-    // The opponent's view first: its features read it with wide loads, which wait
-    // when they follow the narrower stores that built it too closely.
-    let mirrored = board.mirror(variant);
-    *out = [0; MAX_INPUTS];
-    for i in 1..=24 {
-        let k = (i - 1) * 8;
-        out[k..k + 4].copy_from_slice(&UNARY_COUNTS[board.own[i].min(15) as usize]);
-        out[k + 4..k + 8].copy_from_slice(&UNARY_COUNTS[board.opp[i].min(15) as usize]);
+impl Sink for Counts {
+    #[inline(always)]
+    fn clear(&mut self) {
+        *self = [0; MAX_INPUTS];
     }
-    let b = POINT_INPUTS;
-    let (own_off, opp_off) = (board.own[OFF], board.opp[OFF]);
-    let off = [
-        own_off as i16,
-        opp_off as i16,
-        (own_off > 0) as i16,
-        (opp_off > 0) as i16,
-    ];
-    match variant {
-        Variant::Portes => {
-            out[b..b + 4].copy_from_slice(&UNARY_COUNTS[board.own[BAR].min(15) as usize]);
-            out[b + 4..b + 8].copy_from_slice(&UNARY_COUNTS[board.opp[BAR].min(15) as usize]);
-            out[b + 8..b + 12].copy_from_slice(&off);
-        }
-        Variant::Plakoto => {
-            for i in 1..=24 {
-                out[b + i - 1] = (board.own_pinned >> i & 1) as i16;
-                out[b + 24 + i - 1] = (board.opp_pinned >> i & 1) as i16;
-            }
-            out[b + 48..b + 52].copy_from_slice(&off);
-            out[b + 52] = (board.own_pinned >> 24 & 1) as i16;
-            out[b + 53] = (board.opp_pinned >> 1 & 1) as i16;
-            out[b + 54] = (board.own_at(24) == 0) as i16;
-            out[b + 55] = (board.opp_at(1) == 0) as i16;
-        }
-        Variant::Fevga => {
-            out[b..b + 4].copy_from_slice(&off);
-            // The opponent's own point j is the mover's flip_index(j) (R1).
-            let opp_own = |j: usize| board.opp[flip_index(Variant::Fevga, j)];
-            let own_runner = (12..=23).any(|p| board.own[p] > 0);
-            let opp_runner = (12..=23).any(|j| opp_own(j) > 0);
-            out[b + 4] = (board.own[24] == 15) as i16;
-            out[b + 5] = (board.own[24] == 14 && own_runner) as i16;
-            out[b + 6] = (opp_own(24) == 15) as i16;
-            out[b + 7] = (opp_own(24) == 14 && opp_runner) as i16;
+
+    #[inline(always)]
+    fn unary(&mut self, base: usize, count: u8) {
+        self[base..base + 4].copy_from_slice(&UNARY_COUNTS[count.min(15) as usize]);
+    }
+
+    #[inline(always)]
+    fn flag(&mut self, index: usize, on: bool) {
+        self[index] = on as i16;
+    }
+
+    #[inline(always)]
+    fn bits(&mut self, base: usize, mask: u32) {
+        let mut m = mask & 0x01ff_fffe;
+        while m != 0 {
+            self[base + m.trailing_zeros() as usize - 1] = 1;
+            m &= m - 1;
         }
     }
-    if set.features() > 0 {
-        let n = num_inputs(variant);
+
+    #[inline(always)]
+    fn off(&mut self, index: usize, count: u8) {
+        self[index] = count as i16;
+    }
+
+    #[inline(always)]
+    fn features<const AVX2: bool>(
+        &mut self,
+        variant: Variant,
+        base: usize,
+        board: &Board,
+        mirrored: &Board,
+    ) {
         let own = side_counts_inline::<AVX2>(variant, board);
-        let opp = side_counts_inline::<AVX2>(variant, &mirrored);
+        let opp = side_counts_inline::<AVX2>(variant, mirrored);
         for k in 0..SIDE_FEATURES {
-            out[n + k] = own[k] as i16;
-            out[n + SIDE_FEATURES + k] = opp[k] as i16;
+            self[base + k] = own[k] as i16;
+            self[base + SIDE_FEATURES + k] = opp[k] as i16;
         }
     }
 }
