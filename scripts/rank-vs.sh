@@ -5,15 +5,15 @@
 #
 # Usage: scripts/rank-vs.sh OTHER_CHECKOUT [--rounds N] [--calls N]
 #   OTHER_CHECKOUT  a worktree of this repository, e.g. git worktree add /tmp/old 1e8b9d6;
-#                   this checkout's examples/rank_once.rs is copied into it (the file
-#                   uses only what 1e8b9d6 had) and built there (its own target/, or
-#                   OTHER_TARGET_DIR)
+#                   examples/rank_once.rs as of commit 91b3b99 (which uses only what
+#                   1e8b9d6 had) is written into it and built there (its own target/,
+#                   or OTHER_TARGET_DIR)
 #   --rounds N      timing rounds, each running every binary once in turn (default 5)
 #   --calls N       calls per timed run (default 20000)
 #
 # Rows:
 #   other        rank_once at OTHER_CHECKOUT with its committed nets
-#   this/v1      examples/rank_nets.rs here with weights/portes-v1.tnet: the same nets as
+#   this/v1      rank_once here with the net file weights/portes-v1.tnet: the same nets as
 #                1e8b9d6, so the same answers (the printed sums must agree with `other`)
 #   this         rank_once here with the committed nets (v2 since issue #9)
 # Modes: `service` = PositionEvaluator::rank_plays (every play with moves, notation and
@@ -35,13 +35,13 @@ if [ -z "$other" ] || [ ! -f "$other/Cargo.toml" ]; then
     echo "usage: $0 OTHER_CHECKOUT [--rounds N] [--calls N]" >&2
     exit 2
 fi
-cp examples/rank_once.rs "$other/examples/rank_once.rs"
+git show 91b3b99:examples/rank_once.rs >"$other/examples/rank_once.rs"
 (cd "$other" && CARGO_TARGET_DIR="${OTHER_TARGET_DIR:-$other/target}" \
     cargo build --release --quiet --example rank_once)
-cargo build --release --quiet --example rank_once --example rank_nets
+cargo build --release --quiet --example rank_once
 old="${OTHER_TARGET_DIR:-$other/target}/release/examples/rank_once"
 once=target/release/examples/rank_once
-nets="target/release/examples/rank_nets portes weights/portes-v1.tnet"
+nets="target/release/examples/rank_once portes weights/portes-v1.tnet"
 
 cmd() { # NAME -> the command before MODE and N
     case "$1" in
