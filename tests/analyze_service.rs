@@ -1,7 +1,6 @@
 //! `AnalyzeGame` over the real server: the stream of a Tavli match and of a GNU
 //! Backgammon export, errors before the stream, the deadline and cancellation.
 
-use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,8 +16,7 @@ use tavli_engine::rules::{Dice, Position};
 use tavli_engine::service::pb::analyze_game_response::Item;
 use tavli_engine::service::pb::tavli_engine_client::TavliEngineClient;
 use tavli_engine::service::pb::{self, analyze_game_request::Record};
-use tavli_engine::service::{serve, ServerConfig};
-use tokio::net::TcpListener;
+use tavli_engine::service::ServerConfig;
 use tonic::transport::Channel;
 use tonic::Code;
 use tonic_types::StatusExt;
@@ -56,16 +54,15 @@ impl PositionEvaluator for Counting {
     }
 }
 
+mod common;
+use common::TestServer;
+
 struct Server {
-    grpc: SocketAddr,
+    server: TestServer,
     calls: Arc<AtomicUsize>,
-    _stop: tokio::sync::oneshot::Sender<()>,
 }
 
 async fn start(concurrency_limit: usize) -> Server {
-    let grpc = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let metrics = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = grpc.local_addr().unwrap();
     let calls = Arc::new(AtomicUsize::new(0));
     let config = ServerConfig {
         concurrency_limit,
@@ -75,27 +72,15 @@ async fn start(concurrency_limit: usize) -> Server {
         })),
         ..ServerConfig::default()
     };
-    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(serve(config, grpc, metrics, async {
-        let _ = rx.await;
-    }));
     Server {
-        grpc: addr,
+        server: TestServer::start(config).await,
         calls,
-        _stop: tx,
     }
 }
 
 impl Server {
     async fn client(&self) -> TavliEngineClient<Channel> {
-        let url = format!("http://{}", self.grpc);
-        for _ in 0..100 {
-            if let Ok(ch) = Channel::from_shared(url.clone()).unwrap().connect().await {
-                return TavliEngineClient::new(ch);
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        panic!("cannot connect to {url}");
+        self.server.client().await
     }
 }
 

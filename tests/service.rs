@@ -5,7 +5,6 @@
 //! cited).
 
 use std::collections::BTreeSet;
-use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -15,76 +14,17 @@ use tavli_engine::eval::{
 };
 use tavli_engine::rules::{self, position_id, Dice, Position, Side, Variant};
 use tavli_engine::service::pb::list_legal_plays_request as llp;
-use tavli_engine::service::pb::tavli_engine_client::TavliEngineClient;
 use tavli_engine::service::pb::{self, apply_play_request, evaluate_request};
-use tavli_engine::service::{convert, serve, ServerConfig};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpListener;
-use tokio::sync::oneshot;
-use tokio::task::JoinHandle;
-use tonic::transport::Channel;
+use tavli_engine::service::{convert, ServerConfig};
 use tonic::{Code, Status};
 use tonic_types::StatusExt;
 
-type BoxError = Box<dyn std::error::Error + Send + Sync>;
+mod common;
+use common::{sample, TestServer, PORTES_START};
 
 // ------------------------------------------------------------------ harness
 
-struct TestServer {
-    grpc: SocketAddr,
-    metrics: SocketAddr,
-    stop: Option<oneshot::Sender<()>>,
-    task: Option<JoinHandle<Result<(), BoxError>>>,
-}
-
 impl TestServer {
-    async fn start(config: ServerConfig) -> TestServer {
-        let grpc = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let metrics = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let (grpc_addr, metrics_addr) = (grpc.local_addr().unwrap(), metrics.local_addr().unwrap());
-        let (tx, rx) = oneshot::channel::<()>();
-        let task = tokio::spawn(serve(config, grpc, metrics, async {
-            let _ = rx.await;
-        }));
-        TestServer {
-            grpc: grpc_addr,
-            metrics: metrics_addr,
-            stop: Some(tx),
-            task: Some(task),
-        }
-    }
-
-    async fn default() -> TestServer {
-        TestServer::start(ServerConfig::default()).await
-    }
-
-    async fn channel(&self) -> Channel {
-        let url = format!("http://{}", self.grpc);
-        for _ in 0..100 {
-            if let Ok(ch) = Channel::from_shared(url.clone()).unwrap().connect().await {
-                return ch;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        panic!("cannot connect to {url}");
-    }
-
-    async fn client(&self) -> TavliEngineClient<Channel> {
-        TavliEngineClient::new(self.channel().await)
-    }
-
-    /// `GET /metrics` over plain HTTP/1.1.
-    async fn metrics_text(&self) -> String {
-        let mut s = tokio::net::TcpStream::connect(self.metrics).await.unwrap();
-        s.write_all(b"GET /metrics HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n")
-            .await
-            .unwrap();
-        let mut out = String::new();
-        s.read_to_string(&mut out).await.unwrap();
-        assert!(out.starts_with("HTTP/1.1 200"), "{out}");
-        out
-    }
-
     /// Waits until `grpc_server_in_flight` of `method` reaches `n` (at most 10 s).
     async fn wait_in_flight(&self, method: &str, n: f64) {
         let key = format!(
@@ -98,19 +38,6 @@ impl TestServer {
         }
         panic!("{method} never had {n} RPCs in flight");
     }
-
-    /// Triggers the shutdown and waits for `serve` to return.
-    async fn shutdown(mut self) -> Result<(), BoxError> {
-        let _ = self.stop.take().unwrap().send(());
-        self.task.take().unwrap().await.unwrap()
-    }
-}
-
-/// The value of the sample `line_prefix` (metric name and labels) in a metrics text.
-fn sample(text: &str, line_prefix: &str) -> Option<f64> {
-    text.lines()
-        .find(|l| l.starts_with(line_prefix) && l[line_prefix.len()..].starts_with(' '))
-        .map(|l| l[line_prefix.len()..].trim().parse().unwrap())
 }
 
 fn handled(method: &str, code: &str) -> String {
@@ -146,8 +73,6 @@ fn structured(p: &Position) -> pb::Position {
     s.gnubg_id.clear();
     s
 }
-
-const PORTES_START: &str = "portes/w/24:2,13:5,8:3,6:5/1:2,12:5,17:3,19:5";
 
 /// Asserts an INVALID_ARGUMENT whose BadRequest names exactly `field` and whose
 /// message starts with it.

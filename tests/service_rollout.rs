@@ -4,46 +4,26 @@
 //! naming the field, and a rollout counts against the concurrency limit until its
 //! stream ends or the client cancels it.
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 use tavli_engine::eval::engine::Engine;
 use tavli_engine::service::pb::tavli_engine_client::TavliEngineClient;
 use tavli_engine::service::pb::{self, rollout_request};
-use tavli_engine::service::{serve, ServerConfig};
-use tokio::net::TcpListener;
-use tokio::sync::oneshot;
+use tavli_engine::service::ServerConfig;
 use tonic::transport::Channel;
 use tonic::{Code, Status};
 use tonic_types::StatusExt;
 
-const PORTES_START: &str = "portes/w/24:2,13:5,8:3,6:5/1:2,12:5,17:3,19:5";
+mod common;
+use common::{TestServer, PORTES_START};
 
-/// Starts the server with the committed nets; returns its address and the stop switch.
-async fn start(config: ServerConfig) -> (SocketAddr, oneshot::Sender<()>) {
-    let grpc = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let metrics = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = grpc.local_addr().unwrap();
-    let (tx, rx) = oneshot::channel::<()>();
-    let config = ServerConfig {
+/// Starts the server with the committed nets.
+async fn start(config: ServerConfig) -> TestServer {
+    TestServer::start(ServerConfig {
         evaluator: Some(Arc::new(Engine::load_default())),
         ..config
-    };
-    tokio::spawn(serve(config, grpc, metrics, async {
-        let _ = rx.await;
-    }));
-    (addr, tx)
-}
-
-async fn client(addr: SocketAddr) -> TavliEngineClient<Channel> {
-    let url = format!("http://{addr}");
-    for _ in 0..100 {
-        if let Ok(ch) = Channel::from_shared(url.clone()).unwrap().connect().await {
-            return TavliEngineClient::new(ch);
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    panic!("cannot connect to {url}");
+    })
+    .await
 }
 
 fn req(id: &str, trials: u32, report_every: u32) -> pb::RolloutRequest {
@@ -81,8 +61,8 @@ fn assert_invalid(s: &Status, field: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rollout_streams_updates_and_ends_done() {
-    let (addr, _stop) = start(ServerConfig::default()).await;
-    let mut c = client(addr).await;
+    let server = start(ServerConfig::default()).await;
+    let mut c = server.client().await;
     let (updates, end) = collect(&mut c, req(PORTES_START, 72, 36)).await.unwrap();
     assert!(end.is_none(), "{end:?}");
     assert_eq!(
@@ -127,13 +107,13 @@ async fn rollout_streams_updates_and_ends_done() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_rollout_requests_are_invalid_argument_naming_the_field() {
-    let (addr, _stop) = start(ServerConfig {
+    let server = start(ServerConfig {
         max_rollout_trials: 100,
         max_plies: 2,
         ..ServerConfig::default()
     })
     .await;
-    let mut c = client(addr).await;
+    let mut c = server.client().await;
     let e = collect(&mut c, req(PORTES_START, 101, 0))
         .await
         .unwrap_err();
@@ -166,12 +146,12 @@ async fn bad_rollout_requests_are_invalid_argument_naming_the_field() {
 async fn a_rollout_holds_its_permit_until_cancelled_or_deadline() {
     // One RPC at a time: while a rollout streams, other calls are refused; once the
     // client drops the stream, the rollout stops and the permit comes back.
-    let (addr, _stop) = start(ServerConfig {
+    let server = start(ServerConfig {
         concurrency_limit: 1,
         ..ServerConfig::default()
     })
     .await;
-    let mut c = client(addr).await;
+    let mut c = server.client().await;
     let mut stream = c
         .rollout(req(PORTES_START, 40_000, 1))
         .await

@@ -15,61 +15,18 @@ use tavli_engine::rules::{self, position_id, Dice, Position, Side, Variant};
 use tavli_engine::service::pb::tavli_engine_client::TavliEngineClient;
 use tavli_engine::service::pb::{self, apply_play_request, evaluate_request};
 use tavli_engine::service::tls::{server_tls_config, TlsArgs};
-use tavli_engine::service::{serve_with_web, ServerConfig};
+use tavli_engine::service::ServerConfig;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpListener;
-use tokio::sync::oneshot;
-use tokio::task::JoinHandle;
 use tonic::codec::CompressionEncoding;
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Identity};
 use tonic::Code;
 
-type BoxError = Box<dyn std::error::Error + Send + Sync>;
-
-const PORTES_START: &str = "portes/w/24:2,13:5,8:3,6:5/1:2,12:5,17:3,19:5";
+mod common;
+use common::{TestServer, PORTES_START};
 
 // ------------------------------------------------------------------ harness
 
-struct TestServer {
-    grpc: SocketAddr,
-    metrics: SocketAddr,
-    web: SocketAddr,
-    stop: Option<oneshot::Sender<()>>,
-    task: Option<JoinHandle<Result<(), BoxError>>>,
-}
-
 impl TestServer {
-    async fn start(config: ServerConfig) -> TestServer {
-        let grpc = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let metrics = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let web = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let (grpc_addr, web_addr) = (grpc.local_addr().unwrap(), web.local_addr().unwrap());
-        let metrics_addr = metrics.local_addr().unwrap();
-        let (tx, rx) = oneshot::channel::<()>();
-        let task = tokio::spawn(serve_with_web(config, grpc, metrics, Some(web), async {
-            let _ = rx.await;
-        }));
-        TestServer {
-            grpc: grpc_addr,
-            metrics: metrics_addr,
-            web: web_addr,
-            stop: Some(tx),
-            task: Some(task),
-        }
-    }
-
-    /// A plaintext channel (retried while the server starts).
-    async fn channel(&self) -> Channel {
-        let url = format!("http://{}", self.grpc);
-        for _ in 0..100 {
-            if let Ok(ch) = Channel::from_shared(url.clone()).unwrap().connect().await {
-                return ch;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        panic!("cannot connect to {url}");
-    }
-
     /// A TLS channel to `localhost` (the name in the server certificate).
     async fn tls_channel(&self, tls: ClientTlsConfig) -> Result<Channel, tonic::transport::Error> {
         Channel::from_shared(format!("https://localhost:{}", self.grpc.port()))
@@ -99,11 +56,6 @@ impl TestServer {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         n
-    }
-
-    async fn shutdown(mut self) {
-        let _ = self.stop.take().unwrap().send(());
-        self.task.take().unwrap().await.unwrap().unwrap();
     }
 }
 
@@ -267,7 +219,7 @@ async fn connect_tls(server: &TestServer, tls: ClientTlsConfig) -> Result<Channe
 async fn tls_client_with_the_ca_gets_answers() {
     let ca = TestCa::new("tavli test CA");
     let server_pem = ca.sign(&["localhost", "127.0.0.1"], true);
-    let server = TestServer::start(tls_server_config(&server_pem, None)).await;
+    let server = TestServer::start_with_web(tls_server_config(&server_pem, None)).await;
 
     let tls = ClientTlsConfig::new().ca_certificate(Certificate::from_pem(ca.pem()));
     let ch = connect_tls(&server, tls).await.expect("TLS connect");
@@ -297,7 +249,7 @@ async fn tls_client_with_the_ca_gets_answers() {
     }
     // That failed handshake is counted.
     assert_eq!(server.grpc_closed("tls_handshake", 1).await, 1);
-    server.shutdown().await;
+    server.shutdown().await.unwrap();
 }
 
 /// TLS: a client that trusts another CA refuses the server's certificate.
@@ -306,11 +258,11 @@ async fn tls_client_with_another_ca_refuses_the_server() {
     let ca = TestCa::new("tavli test CA");
     let other = TestCa::new("some other CA");
     let server_pem = ca.sign(&["localhost"], true);
-    let server = TestServer::start(tls_server_config(&server_pem, None)).await;
+    let server = TestServer::start_with_web(tls_server_config(&server_pem, None)).await;
     let tls = ClientTlsConfig::new().ca_certificate(Certificate::from_pem(other.pem()));
     let err = connect_tls(&server, tls).await.unwrap_err();
     assert!(err.contains("UnknownIssuer"), "{err}");
-    server.shutdown().await;
+    server.shutdown().await.unwrap();
 }
 
 /// Mutual TLS: a client with a certificate signed by the client CA gets answers;
@@ -321,7 +273,8 @@ async fn mutual_tls_accepts_only_clients_signed_by_the_client_ca() {
     let server_ca = TestCa::new("tavli server CA");
     let client_ca = TestCa::new("tavli client CA");
     let server_pem = server_ca.sign(&["localhost", "127.0.0.1"], true);
-    let server = TestServer::start(tls_server_config(&server_pem, Some(&client_ca.pem()))).await;
+    let server =
+        TestServer::start_with_web(tls_server_config(&server_pem, Some(&client_ca.pem()))).await;
     let trust = || ClientTlsConfig::new().ca_certificate(Certificate::from_pem(server_ca.pem()));
 
     // Signed by the client CA: served, over TLS with a client certificate.
@@ -376,7 +329,7 @@ async fn mutual_tls_accepts_only_clients_signed_by_the_client_ca() {
         .unwrap()
         .into_inner();
     assert_eq!(answer_plays(&resp), core_plays(&portes_start(), 3, 1));
-    server.shutdown().await;
+    server.shutdown().await.unwrap();
 }
 
 /// The TLS flags' errors name the flag, the file and the reason.
@@ -453,7 +406,7 @@ fn tls_flags_report_bad_files() {
 /// uncompressed call.
 #[tokio::test]
 async fn compressed_requests_and_responses() {
-    let server = TestServer::start(ServerConfig {
+    let server = TestServer::start_with_web(ServerConfig {
         compress_responses: true,
         ..ServerConfig::default()
     })
@@ -497,7 +450,7 @@ async fn compressed_requests_and_responses() {
         .unwrap();
     assert!(resp.metadata().get("grpc-encoding").is_none());
     assert_eq!(answer_plays(resp.get_ref()), want);
-    server.shutdown().await;
+    server.shutdown().await.unwrap();
 }
 
 /// A request compressed with an encoding the server does not offer is answered
@@ -505,7 +458,7 @@ async fn compressed_requests_and_responses() {
 /// hand-mounted route and on generated methods.
 #[tokio::test]
 async fn unknown_request_encoding_is_unimplemented() {
-    let server = TestServer::start(ServerConfig::default()).await;
+    let server = TestServer::start_with_web(ServerConfig::default()).await;
     let mut c = TavliEngineClient::new(server.channel().await);
     let mut req = tonic::Request::new(portes_start_plays(6, 5));
     req.metadata_mut()
@@ -532,14 +485,14 @@ async fn unknown_request_encoding_is_unimplemented() {
         err.metadata().get("grpc-accept-encoding").unwrap(),
         "gzip,zstd,identity"
     );
-    server.shutdown().await;
+    server.shutdown().await.unwrap();
 }
 
 /// By default (`compress_responses: false`) a client that accepts gzip gets plain
 /// answers; its gzip and zstd requests are accepted.
 #[tokio::test]
 async fn responses_uncompressed_by_default() {
-    let server = TestServer::start(ServerConfig::default()).await;
+    let server = TestServer::start_with_web(ServerConfig::default()).await;
     let ch = server.channel().await;
     for encoding in [CompressionEncoding::Gzip, CompressionEncoding::Zstd] {
         let mut c = TavliEngineClient::new(ch.clone())
@@ -552,7 +505,7 @@ async fn responses_uncompressed_by_default() {
             core_plays(&portes_start(), 6, 5)
         );
     }
-    server.shutdown().await;
+    server.shutdown().await.unwrap();
 }
 
 // ------------------------------------------------------------------ web page
@@ -673,8 +626,8 @@ async fn grpc_web_bytes(addr: SocketAddr, method: &str, bytes: &[u8]) -> (Option
 /// policy that allows nothing but the page's own origin.
 #[tokio::test]
 async fn web_page_is_served() {
-    let server = TestServer::start(ServerConfig::default()).await;
-    let (status, headers, body) = http(server.web, "GET", "/", &[], b"").await;
+    let server = TestServer::start_with_web(ServerConfig::default()).await;
+    let (status, headers, body) = http(server.web(), "GET", "/", &[], b"").await;
     assert_eq!(status, "HTTP/1.1 200 OK");
     assert_eq!(
         header(&headers, "content-type"),
@@ -707,17 +660,17 @@ async fn web_page_is_served() {
             "text/css; charset=utf-8",
         ),
     ] {
-        let (status, headers, body) = http(server.web, "GET", path, &[], b"").await;
+        let (status, headers, body) = http(server.web(), "GET", path, &[], b"").await;
         assert_eq!(status, "HTTP/1.1 200 OK", "{path}");
         assert_eq!(header(&headers, "content-type"), Some(kind), "{path}");
         assert_eq!(body, file.as_bytes(), "{path}");
     }
-    let (status, _, _) = http(server.web, "GET", "/nothing-here", &[], b"").await;
+    let (status, _, _) = http(server.web(), "GET", "/nothing-here", &[], b"").await;
     assert_eq!(status, "HTTP/1.1 404 Not Found");
-    let (status, headers, _) = http(server.web, "POST", "/", &[], b"x").await;
+    let (status, headers, _) = http(server.web(), "POST", "/", &[], b"x").await;
     assert_eq!(status, "HTTP/1.1 405 Method Not Allowed");
     assert_eq!(header(&headers, "allow"), Some("GET, HEAD"));
-    server.shutdown().await;
+    server.shutdown().await.unwrap();
 }
 
 /// The page's gRPC-Web calls and the gRPC port share one concurrency limit: with
@@ -726,7 +679,7 @@ async fn web_page_is_served() {
 /// search has been cancelled.
 #[tokio::test]
 async fn grpc_web_calls_share_the_concurrency_limit() {
-    let server = TestServer::start(ServerConfig {
+    let server = TestServer::start_with_web(ServerConfig {
         concurrency_limit: 1,
         evaluator: Some(std::sync::Arc::new(
             tavli_engine::eval::engine::Engine::load_default(),
@@ -754,7 +707,7 @@ async fn grpc_web_calls_share_the_concurrency_limit() {
     for _ in 0..200 {
         assert!(!long.is_finished(), "the 2-ply search ended too soon");
         let (msg, trailers) =
-            grpc_web(server.web, "ListLegalPlays", &portes_start_plays(3, 1)).await;
+            grpc_web(server.web(), "ListLegalPlays", &portes_start_plays(3, 1)).await;
         if msg.is_none() {
             refused = Some(trailers);
             break;
@@ -771,7 +724,7 @@ async fn grpc_web_calls_share_the_concurrency_limit() {
     for _ in 0..50 {
         tokio::time::sleep(Duration::from_millis(50)).await;
         let (msg, trailers) =
-            grpc_web(server.web, "ListLegalPlays", &portes_start_plays(3, 1)).await;
+            grpc_web(server.web(), "ListLegalPlays", &portes_start_plays(3, 1)).await;
         if trailers == "grpc-status:0\r\n" {
             let resp = pb::ListLegalPlaysResponse::decode(msg.unwrap().as_slice()).unwrap();
             assert_eq!(answer_plays(&resp), core_plays(&portes_start(), 3, 1));
@@ -780,7 +733,7 @@ async fn grpc_web_calls_share_the_concurrency_limit() {
         }
     }
     assert!(served, "the permit did not come back after the cancel");
-    server.shutdown().await;
+    server.shutdown().await.unwrap();
 }
 
 /// gRPC-Web over HTTP/1.1 (what the page sends): ListLegalPlays answers the plays of
@@ -788,7 +741,7 @@ async fn grpc_web_calls_share_the_concurrency_limit() {
 /// request comes back as INVALID_ARGUMENT with the field in the message.
 #[tokio::test]
 async fn grpc_web_calls() {
-    let server = TestServer::start(ServerConfig {
+    let server = TestServer::start_with_web(ServerConfig {
         evaluator: Some(std::sync::Arc::new(
             tavli_engine::eval::engine::Engine::load_default(),
         )),
@@ -796,13 +749,13 @@ async fn grpc_web_calls() {
     })
     .await;
 
-    let (msg, trailers) = grpc_web(server.web, "ListLegalPlays", &portes_start_plays(3, 1)).await;
+    let (msg, trailers) = grpc_web(server.web(), "ListLegalPlays", &portes_start_plays(3, 1)).await;
     assert_eq!(trailers, "grpc-status:0\r\n");
     let resp = pb::ListLegalPlaysResponse::decode(msg.unwrap().as_slice()).unwrap();
     assert_eq!(answer_plays(&resp), core_plays(&portes_start(), 3, 1));
 
     let (msg, trailers) = grpc_web(
-        server.web,
+        server.web(),
         "Evaluate",
         &pb::EvaluateRequest {
             position: Some(evaluate_request::Position::PositionId(PORTES_START.into())),
@@ -830,19 +783,19 @@ async fn grpc_web_calls() {
         .windows(2)
         .all(|w| w[0].equity >= w[1].equity));
 
-    let (msg, trailers) = grpc_web(server.web, "ApplyPlay", &apply_8_5_6_5()).await;
+    let (msg, trailers) = grpc_web(server.web(), "ApplyPlay", &apply_8_5_6_5()).await;
     assert_eq!(trailers, "grpc-status:0\r\n");
     let applied = pb::ApplyPlayResponse::decode(msg.unwrap().as_slice()).unwrap();
     assert_eq!(applied.position.unwrap().position_id, AFTER_8_5_6_5);
 
-    let (msg, trailers) = grpc_web(server.web, "ListLegalPlays", &portes_start_plays(7, 1)).await;
+    let (msg, trailers) = grpc_web(server.web(), "ListLegalPlays", &portes_start_plays(7, 1)).await;
     assert!(msg.is_none());
     // grpc-message is percent-encoded (gRPC over HTTP/2, "Responses").
     assert_eq!(
         trailers,
         "grpc-status:3\r\ngrpc-message:dice.die1:%20die%20must%20be%201..6,%20got%207\r\n"
     );
-    server.shutdown().await;
+    server.shutdown().await.unwrap();
 }
 
 /// Request bytes that do not parse (a message cut short) are answered `INTERNAL` with
@@ -850,7 +803,7 @@ async fn grpc_web_calls() {
 /// a generated method (tonic's prost decoder).
 #[tokio::test]
 async fn unparsable_requests_are_internal_errors() {
-    let server = TestServer::start(ServerConfig::default()).await;
+    let server = TestServer::start_with_web(ServerConfig::default()).await;
     let plays = portes_start_plays(6, 5).encode_to_vec();
     let apply = apply_8_5_6_5().encode_to_vec();
     for (method, bytes, reason) in [
@@ -865,7 +818,7 @@ async fn unparsable_requests_are_internal_errors() {
             pb::ApplyPlayRequest::decode(&apply[..apply.len() - 1]).unwrap_err(),
         ),
     ] {
-        let (msg, trailers) = grpc_web_bytes(server.web, method, &bytes[..bytes.len() - 1]).await;
+        let (msg, trailers) = grpc_web_bytes(server.web(), method, &bytes[..bytes.len() - 1]).await;
         assert!(msg.is_none(), "{method}");
         // grpc-message is percent-encoded (gRPC over HTTP/2, "Responses").
         let encoded: String = reason
@@ -882,7 +835,7 @@ async fn unparsable_requests_are_internal_errors() {
             "{method}"
         );
     }
-    server.shutdown().await;
+    server.shutdown().await.unwrap();
 }
 
 /// The page's connections have the limits of the other ports (served by the same
@@ -895,14 +848,14 @@ async fn unparsable_requests_are_internal_errors() {
 async fn web_connections_are_bounded() {
     use std::time::Instant;
     use tokio::net::TcpStream;
-    let server = TestServer::start(ServerConfig {
+    let server = TestServer::start_with_web(ServerConfig {
         web_max_connections: 2,
         web_idle_timeout: Duration::from_millis(1500),
         handshake_timeout: Duration::from_millis(600),
         ..ServerConfig::default()
     })
     .await;
-    let addr = server.web;
+    let addr = server.web();
     let mut buf = [0u8; 64];
 
     // Two silent connections take both places.
@@ -951,7 +904,7 @@ async fn web_connections_are_bounded() {
         idle >= Duration::from_millis(1300) && idle < Duration::from_millis(2800),
         "{idle:?}"
     );
-    server.shutdown().await;
+    server.shutdown().await.unwrap();
 }
 
 // ------------------------------------------------------------------ limits with TLS and compression
@@ -965,7 +918,7 @@ async fn tls_handshakes_are_bounded_by_the_connection_limits() {
     use tokio::net::TcpStream;
     let ca = TestCa::new("tavli test CA");
     let server_pem = ca.sign(&["localhost"], true);
-    let server = TestServer::start(ServerConfig {
+    let server = TestServer::start_with_web(ServerConfig {
         max_connections: 2,
         handshake_timeout: Duration::from_millis(800),
         ..tls_server_config(&server_pem, None)
@@ -1010,7 +963,7 @@ async fn tls_handshakes_are_bounded_by_the_connection_limits() {
         .expect("the oldest stalled handshake was not closed")
         .unwrap_or(0);
     assert_eq!(n, 0);
-    server.shutdown().await;
+    server.shutdown().await.unwrap();
 }
 
 /// A compressed request is held to the message limit once inflated: a few hundred
@@ -1019,7 +972,7 @@ async fn tls_handshakes_are_bounded_by_the_connection_limits() {
 /// by the service, which had to decode it).
 #[tokio::test]
 async fn compressed_requests_are_held_to_the_message_limit() {
-    let server = TestServer::start(ServerConfig {
+    let server = TestServer::start_with_web(ServerConfig {
         max_message_bytes: 64 * 1024,
         ..ServerConfig::default()
     })
@@ -1056,5 +1009,5 @@ async fn compressed_requests_are_held_to_the_message_limit() {
         .await
         .unwrap_err();
     assert_eq!(err.code(), Code::OutOfRange, "{err:?}");
-    server.shutdown().await;
+    server.shutdown().await.unwrap();
 }
