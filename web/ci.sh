@@ -6,7 +6,7 @@
 #
 # Idempotent: apt-get installs chromium only when /usr/bin/chromium is missing
 # (`npx playwright install` cannot download a browser here); `npm ci` from the
-# committed lockfile. Ports: WEB_CI_GRPC_PORT (default 20001), WEB_CI_METRICS_PORT
+# committed lockfile; the server by scripts/lib/server.sh. Ports: WEB_CI_GRPC_PORT (default 20001), WEB_CI_METRICS_PORT
 # (9501), WEB_CI_WEB_PORT (8501).
 set -euo pipefail
 
@@ -18,6 +18,8 @@ WEB_PORT=${WEB_CI_WEB_PORT:-8501}
 
 log() { printf 'web: %s\n' "$*"; }
 die() { printf 'web: FAIL: %s\n' "$*" >&2; exit 1; }
+# shellcheck source=scripts/lib/server.sh
+. scripts/lib/server.sh
 
 command -v npm >/dev/null 2>&1 || die "Node.js 20+ and npm are needed (playwright-core)"
 if [ ! -x /usr/bin/chromium ]; then
@@ -30,43 +32,22 @@ log "npm ci (web/test: playwright-core)"
 (cd web/test && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
 
 log "cargo build --release --bin tavli-engine"
-cargo build --release --quiet --bin tavli-engine
-BIN="$ROOT/target/release/tavli-engine"
+server_build
 
 WORK=$(mktemp -d /tmp/tavli-web.XXXXXX)
-SERVER_PID=""
-cleanup() {
-    if [ -n "$SERVER_PID" ] && kill -0 "$SERVER_PID" 2>/dev/null; then
-        kill -KILL "$SERVER_PID" 2>/dev/null || true
-    fi
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
+SERVER_LOGS=$WORK
+trap 'server_cleanup; rm -rf "$WORK"' EXIT
 
-RUST_LOG=warn "$BIN" --grpc-addr "127.0.0.1:$GRPC_PORT" --metrics-addr "127.0.0.1:$METRICS_PORT" \
-    --web-addr "127.0.0.1:$WEB_PORT" --drain-seconds 5 >"$WORK/server.log" 2>&1 &
-SERVER_PID=$!
-up=0
-for _ in $(seq 1 100); do
-    kill -0 "$SERVER_PID" 2>/dev/null || { cat "$WORK/server.log" >&2; die "server exited at start"; }
-    if (exec 3<>"/dev/tcp/127.0.0.1/$WEB_PORT") 2>/dev/null; then up=1; break; fi
-    sleep 0.1
-done
-# The port may have answered for another process: ours must still be running.
-sleep 0.2
-kill -0 "$SERVER_PID" 2>/dev/null || { cat "$WORK/server.log" >&2; die "server exited at start"; }
-[ "$up" = 1 ] || die "nothing listens on 127.0.0.1:$WEB_PORT"
+server_start web "$WEB_PORT" --grpc-addr "127.0.0.1:$GRPC_PORT" --metrics-addr "127.0.0.1:$METRICS_PORT" \
+    --web-addr "127.0.0.1:$WEB_PORT" --drain-seconds 5
 log "server up (pid $SERVER_PID), page on http://127.0.0.1:$WEB_PORT/"
 
 status=0
 (cd web/test && TAVLI_WEB_URL="http://127.0.0.1:$WEB_PORT" node --test --test-reporter=spec page.test.mjs) || status=$?
 if [ "$status" != 0 ]; then
-    cat "$WORK/server.log" >&2
+    server_show_log web
     die "page tests (status $status)"
 fi
 
-kill -TERM "$SERVER_PID"
-wait "$SERVER_PID" || status=$?
-SERVER_PID=""
-[ "$status" = 0 ] || die "server exited with status $status after SIGTERM"
+server_stop "$SERVER_PID"
 log "all passed"

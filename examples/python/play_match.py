@@ -14,42 +14,24 @@ The client does what the README's walkthrough says, one RPC per step:
                        who starts, whether the match is over
   AnalyzeGame          the record: every turn's error and luck, the summaries
 
-The stubs are generated from proto/tavli/v1/engine.proto at run time with
-grpcio-tools into a temporary folder (pip install grpcio grpcio-tools).
+The stubs are those of the Python client package, clients/python (`tavli.v1`,
+generated from proto/tavli/v1/engine.proto when the package is installed):
 
-  python3 examples/python/play_match.py --addr 127.0.0.1:50051 --length 3 \
+  python3 -m venv .venv && .venv/bin/pip install ./clients/python
+  .venv/bin/python examples/python/play_match.py --addr 127.0.0.1:50051 --length 3 \
       --seed 7 --policy engine --out match.mat --plies 1
 """
 
 import argparse
-import importlib
-import os
 import random
 import sys
-import tempfile
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-PROTO_DIR = os.path.join(ROOT, "proto")
-
-
-def load_stubs():
-    """Generates engine_pb2 / engine_pb2_grpc into a temporary folder and imports them."""
-    from grpc_tools import protoc
-
-    out = tempfile.mkdtemp(prefix="tavli-stubs-")
-    args = [
-        "grpc_tools.protoc",
-        f"-I{PROTO_DIR}",
-        f"--python_out={out}",
-        f"--grpc_python_out={out}",
-        os.path.join(PROTO_DIR, "tavli", "v1", "engine.proto"),
-    ]
-    if protoc.main(args) != 0:
-        sys.exit("protoc failed on proto/tavli/v1/engine.proto")
-    sys.path.insert(0, out)
-    pb = importlib.import_module("tavli.v1.engine_pb2")
-    rpc = importlib.import_module("tavli.v1.engine_pb2_grpc")
-    return pb, rpc
+try:
+    import grpc
+    from tavli.v1 import engine_pb2 as pb
+    from tavli.v1 import engine_pb2_grpc as rpc
+except ImportError as e:
+    sys.exit(f"{e}: install the client package first (pip install ./clients/python)")
 
 
 VARIANT_NAMES = {1: "Portes", 2: "Plakoto", 3: "Fevga"}
@@ -59,7 +41,7 @@ def roll(rng):
     return rng.randint(1, 6), rng.randint(1, 6)
 
 
-def play_game(stub, pb, rng, variant, starter, policy, turns_out):
+def play_game(stub, rng, variant, starter, policy, turns_out):
     """Plays one game from the start; returns its outcome. Appends (dice, notation)."""
     pos = stub.GetStartingPosition(
         pb.GetStartingPositionRequest(variant=variant, side_to_move=starter)
@@ -88,7 +70,7 @@ def play_game(stub, pb, rng, variant, starter, policy, turns_out):
             return applied.outcome
 
 
-def opening_roll(stub, pb, rng):
+def opening_roll(stub, rng):
     """R2: one die each until they differ; returns (starter, white die, black die)."""
     while True:
         w, b = roll(rng)
@@ -142,9 +124,6 @@ def main():
     ap.add_argument("--timeout", type=float, default=30.0, help="seconds to wait for the server")
     args = ap.parse_args()
 
-    import grpc
-
-    pb, rpc = load_stubs()
     channel = grpc.insecure_channel(args.addr)
     grpc.channel_ready_future(channel).result(timeout=args.timeout)
     stub = rpc.TavliEngineStub(channel)
@@ -157,10 +136,10 @@ def main():
         opening = None
         starter = state.starter
         if starter == pb.SIDE_UNSPECIFIED:
-            starter, w, b = opening_roll(stub, pb, rng)
+            starter, w, b = opening_roll(stub, rng)
             opening = (w, b)
         turns = []
-        outcome = play_game(stub, pb, rng, state.variant, starter, args.policy, turns)
+        outcome = play_game(stub, rng, state.variant, starter, args.policy, turns)
         games.append(
             dict(
                 variant=state.variant,
