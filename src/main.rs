@@ -223,7 +223,7 @@ fn seconds(s: &str) -> Result<f64, String> {
 #[derive(Args, Debug)]
 struct PositionArg {
     /// The position: a Position ID such as
-    /// portes/w/24:2,13:5,8:3,6:5/1:2,12:5,17:3,19:5 (see the README), or a GNU
+    /// portes/w/24:2,13:5,8:3,6:5/1:2,12:5,17:3,19:5 (docs/formats.md), or a GNU
     /// Backgammon ID such as 4HPwATDgc/ABMA with --side.
     #[arg(long, short)]
     position: String,

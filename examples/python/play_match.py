@@ -2,7 +2,8 @@
 """Plays a whole Tavli match against a running tavli-engine server, writes its
 record (docs/records.md) and analyses it with AnalyzeGame.
 
-The client does what the README's walkthrough says, one RPC per step:
+The client does what docs/api.md's walkthrough ("A full game from a client") says,
+one RPC per step:
 
   ResolveOpeningRoll   who starts a match (and the game after a draw), R2
   GetStartingPosition  the position of the game's variant, the starter to move

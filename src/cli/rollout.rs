@@ -15,7 +15,7 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 /// Arguments of `tavli-engine rollout`.
 #[derive(Args, Debug)]
 pub struct RolloutArgs {
-    /// The position: a Position ID (see the README).
+    /// The position: a Position ID (docs/formats.md).
     #[arg(long, short)]
     position: String,
     /// Optional roll of the side to move: its best play is made first, and the trials

@@ -33,7 +33,8 @@ use tower::ServiceExt;
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// Everything [`serve`] needs besides its listeners. Every field is a limit of the
-/// server with its command-line flag (README, "Ports and environment variables").
+/// server with its command-line flag (docs/operations.md, "Ports and environment
+/// variables").
 #[derive(Clone)]
 pub struct ServerConfig {
     /// How long in-flight RPCs may run after the shutdown signal (default 10 s); then
