@@ -107,23 +107,30 @@ impl InputSet {
     /// training's `f32` forward pass reads ([`encode_into`]).
     #[inline]
     pub fn encode(self, variant: Variant, board: &Board, out: &mut SparseInputs) {
-        #[cfg(target_arch = "x86_64")]
-        if super::cpu::has_avx2() {
-            // SAFETY: the CPU supports AVX2, POPCNT, LZCNT and BMI1 (checked by
-            // `has_avx2`).
-            unsafe { encode_fast(self, variant, board, out) };
-            return;
-        }
-        encode_into::<_, false>(self, variant, board, out)
+        encode_any(self, variant, board, out)
     }
 }
 
-/// [`InputSet::encode`] compiled for CPUs with AVX2 and the bit instructions (same
+/// [`encode_into`] by its copy compiled for AVX2 and the bit instructions
+/// ([`encode_fast`]) when the CPU has them, else by the baseline one (the same
 /// results).
+#[inline(always)]
+fn encode_any(set: InputSet, variant: Variant, board: &Board, out: &mut impl Sink) {
+    #[cfg(target_arch = "x86_64")]
+    if super::cpu::has_avx2() {
+        // SAFETY: the CPU supports AVX2, POPCNT, LZCNT and BMI1 (checked by
+        // `has_avx2`).
+        unsafe { encode_fast(set, variant, board, out) };
+        return;
+    }
+    encode_into::<_, false>(set, variant, board, out)
+}
+
+/// [`encode_into`] compiled for CPUs with AVX2 and the bit instructions.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,popcnt,lzcnt,bmi1")]
 #[inline]
-fn encode_fast(set: InputSet, variant: Variant, board: &Board, out: &mut SparseInputs) {
+fn encode_fast(set: InputSet, variant: Variant, board: &Board, out: &mut impl Sink) {
     encode_into::<_, true>(set, variant, board, out)
 }
 
@@ -146,17 +153,11 @@ trait Sink {
     fn bits(&mut self, base: usize, mask: u32);
     /// A borne-off count (0..=15) at `index`, of scale 15.
     fn off(&mut self, index: usize, count: u8);
-    /// The [`SIDE_FEATURES`] features of the mover (from `board`) and then of the
-    /// opponent (from `mirrored`) at `base..base + 2 · SIDE_FEATURES`. `AVX2` as for
-    /// `side_features_inline`: set only in code compiled for AVX2 and the bit
-    /// instructions ([`encode_fast`], [`encode_counts_fast`]).
-    fn features<const AVX2: bool>(
-        &mut self,
-        variant: Variant,
-        base: usize,
-        board: &Board,
-        mirrored: &Board,
-    );
+    /// The [`SIDE_FEATURES`] features of the mover (from `sides[0]`, the board) and
+    /// then of the opponent (from `sides[1]`, the mirrored board) at `base..base + 2 ·
+    /// SIDE_FEATURES`. `AVX2` as for `side_features_inline`: set only in code compiled
+    /// for AVX2 and the bit instructions ([`encode_fast`]).
+    fn features<const AVX2: bool>(&mut self, variant: Variant, base: usize, sides: [&Board; 2]);
 }
 
 /// Encodes `board` (the mover's view, game not over) for a net of `set` and
@@ -213,7 +214,7 @@ fn encode_into<S: Sink, const AVX2: bool>(
         }
     }
     if let Some(mirrored) = &mirrored {
-        out.features::<AVX2>(variant, num_inputs(variant), board, mirrored);
+        out.features::<AVX2>(variant, num_inputs(variant), [board, mirrored]);
     }
 }
 
@@ -398,17 +399,11 @@ impl Sink for SparseInputs {
     /// Each side's counts over their scales (`side_features_inline`), the non-zero
     /// ones appended eight at a time with AVX2 ([`SparseInputs::dense_avx2`]).
     #[inline(always)]
-    fn features<const AVX2: bool>(
-        &mut self,
-        variant: Variant,
-        base: usize,
-        board: &Board,
-        mirrored: &Board,
-    ) {
+    fn features<const AVX2: bool>(&mut self, variant: Variant, base: usize, sides: [&Board; 2]) {
         let mut f = [0.0f32; 2 * SIDE_FEATURES];
         let (own, opp) = f.split_at_mut(SIDE_FEATURES);
-        side_features_inline::<AVX2>(variant, board, own.try_into().expect("20 features"));
-        side_features_inline::<AVX2>(variant, mirrored, opp.try_into().expect("20 features"));
+        side_features_inline::<AVX2>(variant, sides[0], own.try_into().expect("20 features"));
+        side_features_inline::<AVX2>(variant, sides[1], opp.try_into().expect("20 features"));
         #[cfg(target_arch = "x86_64")]
         if AVX2 {
             // SAFETY: `AVX2` is set only where the CPU has AVX2 and POPCNT (the
@@ -548,26 +543,12 @@ impl InputSet {
         t
     }
 
-    /// Encodes `board` (the mover's view, game not over) as [`Counts`].
+    /// Encodes `board` (the mover's view, game not over) as [`Counts`], the inputs
+    /// of the evaluator's integer first layer ([`encode_into`]).
     #[inline]
     pub fn encode_counts(self, variant: Variant, board: &Board, out: &mut Counts) {
-        #[cfg(target_arch = "x86_64")]
-        if super::cpu::has_avx2() {
-            // SAFETY: the CPU supports AVX2, POPCNT, LZCNT and BMI1 (checked by
-            // `has_avx2`).
-            unsafe { encode_counts_fast(self, variant, board, out) };
-            return;
-        }
-        encode_into::<_, false>(self, variant, board, out)
+        encode_any(self, variant, board, out)
     }
-}
-
-/// [`InputSet::encode_counts`] compiled for CPUs with AVX2 and the bit instructions.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,popcnt,lzcnt,bmi1")]
-#[inline]
-fn encode_counts_fast(set: InputSet, variant: Variant, board: &Board, out: &mut Counts) {
-    encode_into::<_, true>(set, variant, board, out)
 }
 
 impl Sink for Counts {
@@ -601,15 +582,9 @@ impl Sink for Counts {
     }
 
     #[inline(always)]
-    fn features<const AVX2: bool>(
-        &mut self,
-        variant: Variant,
-        base: usize,
-        board: &Board,
-        mirrored: &Board,
-    ) {
-        let own = side_counts_inline::<AVX2>(variant, board);
-        let opp = side_counts_inline::<AVX2>(variant, mirrored);
+    fn features<const AVX2: bool>(&mut self, variant: Variant, base: usize, sides: [&Board; 2]) {
+        let own = side_counts_inline::<AVX2>(variant, sides[0]);
+        let opp = side_counts_inline::<AVX2>(variant, sides[1]);
         for k in 0..SIDE_FEATURES {
             self[base + k] = own[k] as i16;
             self[base + SIDE_FEATURES + k] = opp[k] as i16;
