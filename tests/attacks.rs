@@ -9,12 +9,12 @@
 //! The cases run one at a time (a CPU-bound attack would slow the probes of another).
 
 mod attack;
+mod common;
 
 use attack::*;
 use std::path::Path;
 use std::time::{Duration, Instant};
 use tavli_engine::service::pb;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
@@ -57,22 +57,12 @@ fn assert_quick_exit(server: Server) {
 
 /// `GET /metrics` over plain HTTP/1.1.
 async fn metrics_text(server: &Server) -> String {
-    let mut s = tokio::net::TcpStream::connect(server.metrics)
-        .await
-        .unwrap();
-    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n")
-        .await
-        .unwrap();
-    let mut out = String::new();
-    s.read_to_string(&mut out).await.unwrap();
-    assert!(out.starts_with("HTTP/1.1 200"), "{out}");
-    out
+    common::metrics_text(server.metrics).await
 }
 
+/// A sample's value, 0 when the metrics text has none.
 fn sample(text: &str, line_prefix: &str) -> f64 {
-    text.lines()
-        .find(|l| l.starts_with(line_prefix) && l[line_prefix.len()..].starts_with(' '))
-        .map_or(0.0, |l| l[line_prefix.len()..].trim().parse().unwrap())
+    common::sample(text, line_prefix).unwrap_or(0.0)
 }
 
 /// Case 1: streams with HEADERS and no DATA take no permit (it is taken once the body

@@ -91,16 +91,9 @@ impl TestServer {
         TavliEngineClient::new(self.channel().await)
     }
 
-    /// `GET /metrics` over plain HTTP/1.1 (the whole answer, headers included).
+    /// [`metrics_text`] of this server.
     pub async fn metrics_text(&self) -> String {
-        let mut s = tokio::net::TcpStream::connect(self.metrics).await.unwrap();
-        s.write_all(b"GET /metrics HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n")
-            .await
-            .unwrap();
-        let mut out = String::new();
-        s.read_to_string(&mut out).await.unwrap();
-        assert!(out.starts_with("HTTP/1.1 200"), "{out}");
-        out
+        metrics_text(self.metrics).await
     }
 
     /// Triggers the shutdown and waits for the server to return.
@@ -108,6 +101,19 @@ impl TestServer {
         let _ = self.stop.take().unwrap().send(());
         self.task.take().unwrap().await.unwrap()
     }
+}
+
+/// `GET /metrics` from `addr` over plain HTTP/1.1 (the whole answer, headers
+/// included).
+pub async fn metrics_text(addr: SocketAddr) -> String {
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n")
+        .await
+        .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).await.unwrap();
+    assert!(out.starts_with("HTTP/1.1 200"), "{out}");
+    out
 }
 
 /// The value of the sample `line_prefix` (metric name and labels) in a metrics text.
