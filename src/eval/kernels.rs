@@ -14,6 +14,9 @@
 //! each product rounded before the add (no fused multiply-add; a unit of value 1 adds
 //! its weight, which is the same number); each output sums eight lanes `k mod 8` and
 //! then the lanes in order. So every version gives the same bits.
+//!
+//! Both forward passes also share from here the shape of a net's layers
+//! ([`OUTPUTS`], [`MAX_HIDDEN`]) and the outputs' activation ([`sigmoid`]).
 
 use super::inputs::SparseInputs;
 
