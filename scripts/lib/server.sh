@@ -12,10 +12,11 @@
 #
 # server_start logs to $SERVER_LOGS/NAME.log (RUST_LOG=warn unless RUST_LOG is set)
 # and returns once the process listens on PORT (its own socket: a port that another
-# process holds does not count), at most after 10 s; it sets SERVER_PID. A server that exits, never listens, or does not stop with
-# status 0 within 10 s of SIGTERM fails the script with its log on stderr (through
-# the caller's `die MESSAGE` when it defines one). server_cleanup kills (SIGKILL)
-# every server started here that is still running.
+# process holds does not count), at most after 10 s; it sets SERVER_PID. A server
+# that exits, never listens, or does not stop with status 0 within 10 s of SIGTERM
+# fails the script with its log on stderr (through the caller's `die MESSAGE` when
+# it defines one). server_cleanup kills (SIGKILL) every server started here that is
+# still running.
 
 SERVER_PIDS=()
 
