@@ -28,6 +28,7 @@ CI check), 2 on bad arguments.
 import argparse
 import os
 import re
+import signal
 import sys
 from collections import defaultdict
 
@@ -464,4 +465,5 @@ def short_loops(comp, succ):
 
 
 if __name__ == "__main__":
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # quiet when piped into `head`
     sys.exit(main())
