@@ -92,13 +92,16 @@ impl Xgid {
         }
     }
 
-    /// Parses an XGID, with or without its `XGID=` prefix, and checks every field
+    /// Parses an XGID, with or without its `XGID=` prefix (any case), and checks every field
     /// and the position (R9). Errors name field [`FIELD`] and, in the reason, the
     /// XGID field that is wrong: `field 4 (turn) must be 1 or -1, got 2`.
     pub fn parse(text: &str) -> Result<Xgid, RulesError> {
         let bad = |reason: String| RulesError::invalid(FIELD, reason);
         let t = text.trim();
-        let body = t.strip_prefix("XGID=").unwrap_or(t);
+        let body = match t.get(..5) {
+            Some(prefix) if prefix.eq_ignore_ascii_case("XGID=") => &t[5..],
+            _ => t,
+        };
         let parts: Vec<&str> = body.split(':').collect();
         if parts.len() != 10 {
             return Err(bad(format!(
