@@ -10,6 +10,7 @@
 //! tavli-engine start --variant plakoto
 //! tavli-engine show  --position <ID>             # the board as text
 //! tavli-engine analyze match.mat [--plies 1] [--json] [--svg game.svg]
+//! tavli-engine ubgi                              # UBGI engine on stdin/stdout
 //! ```
 //!
 //! `--position` takes a Position ID, a GNU Backgammon ID with `--side`, or an XGID
@@ -84,6 +85,10 @@ enum Command {
     Show(ShowArgs),
     /// Analyse a game or match record: every play's error, every roll's luck.
     Analyze(cli::analyze::AnalyzeArgs),
+    /// Speak UBGI (Universal Backgammon Interface) on stdin/stdout, for duel tools
+    /// and GUIs (docs/interop.md): `ubgi`, `setoption`, `position`, `dice`, `go`,
+    /// `eval`, `quit`.
+    Ubgi,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -357,6 +362,10 @@ fn main() -> ExitCode {
         Some(Command::Start(a)) => start(a).and_then(emit),
         Some(Command::Show(a)) => show(a).and_then(emit),
         Some(Command::Analyze(a)) => cli::analyze::run(a, service(true)).and_then(emit),
+        Some(Command::Ubgi) => tavli_engine::ubgi::run(std::io::stdin(), std::io::stdout(), || {
+            Arc::new(tavli_engine::eval::engine::Engine::load_default())
+        })
+        .map_err(Into::into),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
