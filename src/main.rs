@@ -88,7 +88,16 @@ enum Command {
     /// Speak UBGI (Universal Backgammon Interface) on stdin/stdout, for duel tools
     /// and GUIs (docs/interop.md): `ubgi`, `setoption`, `position`, `dice`, `go`,
     /// `eval`, `quit`.
-    Ubgi,
+    Ubgi(UbgiArgs),
+}
+
+#[derive(Args, Debug)]
+struct UbgiArgs {
+    /// The search depth of `go` and `eval` at the start (the UBGI option `Plies`), for
+    /// drivers that set no options.
+    #[arg(long, default_value_t = 0,
+          value_parser = clap::value_parser!(u8).range(0..=MAX_PLIES as i64))]
+    plies: u8,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -362,10 +371,12 @@ fn main() -> ExitCode {
         Some(Command::Start(a)) => start(a).and_then(emit),
         Some(Command::Show(a)) => show(a).and_then(emit),
         Some(Command::Analyze(a)) => cli::analyze::run(a, service(true)).and_then(emit),
-        Some(Command::Ubgi) => tavli_engine::ubgi::run(std::io::stdin(), std::io::stdout(), || {
-            Arc::new(tavli_engine::eval::engine::Engine::load_default())
-        })
-        .map_err(Into::into),
+        Some(Command::Ubgi(a)) => {
+            tavli_engine::ubgi::run(std::io::stdin(), std::io::stdout(), a.plies, || {
+                Arc::new(tavli_engine::eval::engine::Engine::load_default())
+            })
+            .map_err(Into::into)
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

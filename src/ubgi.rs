@@ -21,7 +21,8 @@
 //! | `quit` | ends the process |
 //!
 //! Options: `Variant` (`portes`, the default, or `backgammon` for it; `plakoto`,
-//! `fevga`), `Plies` (0..=2, default 0: the depth of `go` and `eval`), `Threads`
+//! `fevga`), `Plies` (0..=2, default 0 or `tavli-engine ubgi --plies N`: the depth of
+//! `go` and `eval`), `Threads`
 //! (1: a search runs on one thread). Moves are written as UBGI asks: one `from/to`
 //! pair per checker moved by one die, in the mover's own numbering (R1), `bar` and
 //! `off` by name, no `*`, no `(2)`: `24/18 18/13`, `bar/22 6/off`. Errors are one line
@@ -72,12 +73,15 @@ fn nothing() -> Next {
 
 /// Runs a UBGI session: reads commands from `input` (on a thread of its own, so that
 /// `stop` and `quit` reach a running search) and writes the answers to `output`,
-/// flushed after every answer, until `quit` or the end of `input`. `load` builds the
-/// evaluator, at the first command that needs it (`ubgi`, `isready`, `go`, `eval`),
-/// not before (UBGI: nothing is initialised before `ubgi`).
+/// flushed after every answer, until `quit` or the end of `input`. `plies` is the
+/// `Plies` option at the start (0..=[`MAX_PLIES`], more is taken as the most), for
+/// drivers that cannot set options. `load` builds the evaluator, at the first command
+/// that needs it (`ubgi`, `isready`, `go`, `eval`), not before (UBGI: nothing is
+/// initialised before `ubgi`).
 pub fn run<R, W>(
     input: R,
     mut output: W,
+    plies: u8,
     load: impl FnOnce() -> Arc<dyn PositionEvaluator>,
 ) -> std::io::Result<()>
 where
@@ -111,7 +115,7 @@ where
     let mut evaluator: Option<Arc<dyn PositionEvaluator>> = None;
     let mut session = Session {
         variant: Variant::Portes,
-        plies: 0,
+        plies: plies.min(MAX_PLIES),
         position: None,
         dice: None,
     };
@@ -201,7 +205,10 @@ impl Session {
                     "option name Variant type combo default portes var portes var plakoto \
                      var fevga var backgammon"
                         .into(),
-                    format!("option name Plies type spin default 0 min 0 max {MAX_PLIES}"),
+                    format!(
+                        "option name Plies type spin default {} min 0 max {MAX_PLIES}",
+                        self.plies
+                    ),
                     "option name Threads type spin default 1 min 1 max 1".into(),
                     "ubgiok".into(),
                 ])

@@ -6,8 +6,13 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
 fn engine() -> Child {
+    engine_with(&[])
+}
+
+fn engine_with(args: &[&str]) -> Child {
     Command::new(env!("CARGO_BIN_EXE_tavli-engine"))
         .arg("ubgi")
+        .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -221,4 +226,27 @@ fn stop_and_movetime_end_a_deep_search() {
     assert_eq!(e.reply(), shallow);
     assert!(e.child.wait().unwrap().success());
     assert!(t.elapsed() < Duration::from_secs(1), "{:?}", t.elapsed());
+}
+
+/// `--plies` sets the `Plies` option at the start, for drivers that set none.
+#[test]
+fn the_plies_flag_is_the_starting_option() {
+    let mut child = engine_with(&["--plies", "1"]);
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"ubgi\nquit\n")
+        .unwrap();
+    let out = String::from_utf8(child.wait_with_output().unwrap().stdout).unwrap();
+    assert!(
+        out.contains("\noption name Plies type spin default 1 min 0 max 2\n"),
+        "{out}"
+    );
+    let bad = Command::new(env!("CARGO_BIN_EXE_tavli-engine"))
+        .args(["ubgi", "--plies", "3"])
+        .output()
+        .unwrap();
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("--plies"));
 }
