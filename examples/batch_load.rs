@@ -6,7 +6,8 @@
 //! cargo run --release --example batch_load -- [--rounds 7] [--addr 127.0.0.1:21000] [--dice]
 //! ```
 //!
-//! Starts the server (the engine's evaluator, default limits) in this process on
+//! Starts the server (the engine's evaluator, default limits but a message limit of
+//! 64 MiB, for the answers with dice) in this process on
 //! `--addr` (loopback), builds 1,000 positions of seeded random-play games (Portes,
 //! Plakoto and Fevga), then, in each round and in this order: one `EvaluateBatch` of
 //! the 1,000 at 0 ply; the same 1,000 as single `Evaluate` calls one after another
@@ -81,6 +82,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         evaluator: Some(std::sync::Arc::new(
             tavli_engine::eval::engine::Engine::load_default(),
         )),
+        // 1,000 answers with their ranked plays are about 4.5 MB, over the default
+        // 4 MiB: the largest limit the server's flag allows.
+        max_message_bytes: 64 << 20,
         ..ServerConfig::default()
     };
     tokio::spawn(serve(config, grpc, metrics, std::future::pending()));
