@@ -429,6 +429,12 @@ impl Session {
         })
     }
 
+    /// The depth, deadline and position of a `go` or `eval`.
+    fn search_context(&self, words: &[&str]) -> Result<(u8, Option<Instant>, Position), Next> {
+        let (plies, deadline) = self.limits(words)?;
+        Ok((plies, deadline, self.position()?))
+    }
+
     /// `go`: the best play of the position with the dice, at the depth asked; when
     /// the deadline or `stop` ends a deeper search, the 0-ply choice.
     fn go(
@@ -437,43 +443,30 @@ impl Session {
         engine: &mut dyn FnMut() -> Arc<dyn PositionEvaluator>,
         running: &Arc<Mutex<Option<CancelToken>>>,
     ) -> Next {
-        let (plies, deadline) = match self.limits(words) {
-            Ok(l) => l,
-            Err(e) => return e,
-        };
-        let pos = match self.position() {
-            Ok(p) => p,
+        let (plies, deadline, pos) = match self.search_context(words) {
+            Ok(c) => c,
             Err(e) => return e,
         };
         let Some(dice) = self.dice else {
             return error("missing_context", "dice: send dice <d1> <d2> first");
         };
         let engine = engine();
-        let rank = |plies: u8, deadline, cancel| {
-            engine.rank_plays(
-                &pos,
-                dice,
-                EvalOptions {
-                    plies,
-                    deadline,
-                    cancel,
-                },
-            )
-        };
-        let mut best = match rank(0, None, None) {
-            Ok(r) => r,
-            Err(e) => return error("bad_argument", e),
-        };
-        if plies > 0 && best.len() > 1 {
-            match searched(running, |cancel| rank(plies, deadline, Some(cancel))) {
-                Ok(r) => best = r,
-                Err(EvalError::DeadlineExceeded | EvalError::Cancelled) => {}
-                Err(e) => return error("bad_argument", e),
+        // A forced play needs no deeper search.
+        let ranked = deepened(
+            plies,
+            deadline,
+            running,
+            |r: &Vec<_>| r.len() > 1,
+            |opts| engine.rank_plays(&pos, dice, opts),
+        );
+        match ranked {
+            Ok(best) => {
+                // One answer per roll, as a GUI plays it.
+                self.dice = None;
+                Next::Reply(vec![format!("bestmove {}", ubgi_move(&best[0].play, &pos))])
             }
+            Err(e) => error("bad_argument", e),
         }
-        // One answer per roll, as a GUI plays it.
-        self.dice = None;
-        Next::Reply(vec![format!("bestmove {}", ubgi_move(&best[0].play, &pos))])
     }
 
     /// `eval`: the position's probabilities and cubeless equity for its side on
@@ -484,36 +477,21 @@ impl Session {
         engine: &mut dyn FnMut() -> Arc<dyn PositionEvaluator>,
         running: &Arc<Mutex<Option<CancelToken>>>,
     ) -> Next {
-        let (plies, deadline) = match self.limits(words) {
-            Ok(l) => l,
-            Err(e) => return e,
-        };
-        let pos = match self.position() {
-            Ok(p) => p,
+        let (plies, deadline, pos) = match self.search_context(words) {
+            Ok(c) => c,
             Err(e) => return e,
         };
         let engine = engine();
-        let eval = |plies: u8, deadline, cancel| {
-            engine.evaluate(
-                &pos,
-                EvalOptions {
-                    plies,
-                    deadline,
-                    cancel,
-                },
-            )
-        };
-        let mut e = match eval(0, None, None) {
+        let e = match deepened(
+            plies,
+            deadline,
+            running,
+            |_| true,
+            |opts| engine.evaluate(&pos, opts),
+        ) {
             Ok(e) => e,
             Err(err) => return error("bad_argument", err),
         };
-        if plies > 0 {
-            match searched(running, |cancel| eval(plies, deadline, Some(cancel))) {
-                Ok(deeper) => e = deeper,
-                Err(EvalError::DeadlineExceeded | EvalError::Cancelled) => {}
-                Err(err) => return error("bad_argument", err),
-            }
-        }
         let p = e.probabilities;
         Next::Reply(vec![format!(
             "eval eq {:.6} pwin {:.6} pgammon {:.6} pbg 0 plose {:.6} plgammon {:.6} pdraw {:.6}",
@@ -524,6 +502,31 @@ impl Session {
             p.lose_mars,
             p.draw
         )])
+    }
+}
+
+/// `search` at 0 ply, then, if `plies` > 0 and `deeper` says it is worth it, at
+/// `plies` until `deadline` or `stop`: the deepest result that finished.
+fn deepened<T>(
+    plies: u8,
+    deadline: Option<Instant>,
+    running: &Arc<Mutex<Option<CancelToken>>>,
+    deeper: impl Fn(&T) -> bool,
+    search: impl Fn(EvalOptions) -> Result<T, EvalError>,
+) -> Result<T, EvalError> {
+    let shallow = search(EvalOptions::default())?;
+    if plies == 0 || !deeper(&shallow) {
+        return Ok(shallow);
+    }
+    match searched(running, |cancel| {
+        search(EvalOptions {
+            plies,
+            deadline,
+            cancel: Some(cancel),
+        })
+    }) {
+        Err(EvalError::DeadlineExceeded | EvalError::Cancelled) => Ok(shallow),
+        other => other,
     }
 }
 

@@ -543,6 +543,18 @@ fn is_play_field(e: &ServiceError) -> bool {
     matches!(e, ServiceError::Invalid { field, .. } if field == "play" || field.starts_with("play."))
 }
 
+/// What admission put in an `Evaluate` or `EvaluateBatch` request
+/// ([`super::limits`]): its deadline, its engine permit and its connection slot.
+fn evaluation_extensions(
+    ext: &http::Extensions,
+) -> (Option<Instant>, Option<WorkPermit>, Option<ConnSlot>) {
+    (
+        ext.get::<Deadline>().map(|d| d.0),
+        ext.get::<WorkPermit>().cloned(),
+        ext.get::<ConnSlot>().cloned(),
+    )
+}
+
 /// Runs a synchronous RPC body, mapping its error to a `Status`.
 fn respond<T>(r: Result<T, ServiceError>) -> Result<Response<T>, Status> {
     r.map(Response::new).map_err(Status::from)
@@ -571,11 +583,9 @@ impl pb::tavli_engine_server::TavliEngine for TavliEngineService {
         &self,
         request: Request<pb::EvaluateRequest>,
     ) -> Result<Response<pb::EvaluateResponse>, Status> {
-        let deadline = request.extensions().get::<Deadline>().map(|d| d.0);
         // The engine permit of this request: the search keeps a clone until it
         // returns, even when this future is dropped first.
-        let work = request.extensions().get::<WorkPermit>().cloned();
-        let conn_slot = request.extensions().get::<ConnSlot>().cloned();
+        let (deadline, work, conn_slot) = evaluation_extensions(request.extensions());
         let req = request.into_inner();
         // A 0-ply evaluation is one net evaluation per play (tens of microseconds, like
         // ListLegalPlays): answered on the async worker, where a hand-off to the
@@ -698,10 +708,8 @@ impl pb::tavli_engine_server::TavliEngine for TavliEngineService {
         &self,
         request: Request<pb::EvaluateBatchRequest>,
     ) -> Result<Response<pb::EvaluateBatchResponse>, Status> {
-        let deadline = request.extensions().get::<Deadline>().map(|d| d.0);
         // As Evaluate's: the engine permit stays with the work until it stops.
-        let work = request.extensions().get::<WorkPermit>().cloned();
-        let conn_slot = request.extensions().get::<ConnSlot>().cloned();
+        let (deadline, work, conn_slot) = evaluation_extensions(request.extensions());
         // Every item is checked before any work, however busy the server is.
         let jobs = Arc::new(self.evaluate_batch_checked(request.get_ref())?);
         drop(request);
