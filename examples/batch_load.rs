@@ -7,7 +7,7 @@
 //! ```
 //!
 //! Starts the server (the engine's evaluator, default limits but a message limit of
-//! 64 MiB, for the answers with dice) in this process on
+//! 8 MiB, for the answers with dice) in this process on
 //! `--addr` (loopback), builds 1,000 positions of seeded random-play games (Portes,
 //! Plakoto and Fevga), then, in each round and in this order: one `EvaluateBatch` of
 //! the 1,000 at 0 ply; the same 1,000 as single `Evaluate` calls one after another
@@ -83,12 +83,16 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             tavli_engine::eval::engine::Engine::load_default(),
         )),
         // 1,000 answers with their ranked plays are about 4.5 MB, over the default
-        // 4 MiB: the largest limit the server's flag allows.
-        max_message_bytes: 64 << 20,
+        // 4 MiB (the default connection buffer is 16 MiB, room for it).
+        max_message_bytes: 8 << 20,
         ..ServerConfig::default()
     };
-    tokio::spawn(serve(config, grpc, metrics, std::future::pending()));
+    config.validate()?;
+    let server = tokio::spawn(serve(config, grpc, metrics, std::future::pending()));
     let channel = loop {
+        if server.is_finished() {
+            return Err(format!("the server stopped: {:?}", server.await).into());
+        }
         match Channel::from_shared(format!("http://{addr}"))?
             .connect()
             .await
