@@ -548,7 +548,7 @@ fn searched<T>(
 
 /// A play as UBGI writes it: one `from/to` per move, the mover's own numbering,
 /// `bar` and `off` by name; `pass` for no move.
-pub fn ubgi_move(play: &Play, before: &Position) -> String {
+fn ubgi_move(play: &Play, before: &Position) -> String {
     if play.moves.as_slice().is_empty() {
         return "pass".to_string();
     }

@@ -140,6 +140,22 @@ async fn every_answer_is_the_single_evaluate_of_its_request() {
         // each ranked play with its position, equity and probabilities.
         assert_eq!(got, &single, "item {i}");
     }
+    // The service's synchronous method (what the CLI and tests call) answers the
+    // same.
+    let service = tavli_engine::service::TavliEngineService::new(
+        Some(Arc::new(tavli_engine::eval::engine::Engine::load_default())),
+        tavli_engine::eval::MAX_PLIES,
+        None,
+    );
+    let direct = service
+        .evaluate_batch(
+            &EvaluateBatchRequest {
+                requests: mixed_requests(),
+            },
+            None,
+        )
+        .unwrap();
+    assert_eq!(direct, batch);
     let last = batch.responses.last().unwrap();
     assert_eq!((last.evaluator.as_str(), last.equity), ("game-over", -2.0));
     let xg = &batch.responses[batch.responses.len() - 4];
