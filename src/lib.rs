@@ -9,6 +9,7 @@
 //! - [`telemetry`]: Prometheus metrics layer and tracing set-up.
 //! - [`board_text`]: a position drawn as a text board (`tavli-engine show`).
 //! - [`web`]: the analysis page (gRPC-Web), served with `--web-addr`.
+//! - [`ubgi`]: the engine over UBGI on stdin/stdout (`tavli-engine ubgi`).
 
 pub mod analysis;
 pub mod board_text;
@@ -19,4 +20,5 @@ pub mod rules;
 pub mod service;
 pub mod telemetry;
 pub mod train;
+pub mod ubgi;
 pub mod web;

@@ -10,9 +10,11 @@
 //! tavli-engine start --variant plakoto
 //! tavli-engine show  --position <ID>             # the board as text
 //! tavli-engine analyze match.mat [--plies 1] [--json] [--svg game.svg]
+//! tavli-engine ubgi                              # UBGI engine on stdin/stdout
 //! ```
 //!
-//! `--position` takes a Position ID or a GNU Backgammon ID with `--side`.
+//! `--position` takes a Position ID, a GNU Backgammon ID with `--side`, or an XGID
+//! (`XGID=...`, docs/interop.md).
 
 mod cli {
     pub mod analyze;
@@ -83,6 +85,19 @@ enum Command {
     Show(ShowArgs),
     /// Analyse a game or match record: every play's error, every roll's luck.
     Analyze(cli::analyze::AnalyzeArgs),
+    /// Speak UBGI (Universal Backgammon Interface) on stdin/stdout, for duel tools
+    /// and GUIs (docs/interop.md): `ubgi`, `setoption`, `position`, `dice`, `go`,
+    /// `eval`, `quit`.
+    Ubgi(UbgiArgs),
+}
+
+#[derive(Args, Debug)]
+struct UbgiArgs {
+    /// The search depth of `go` and `eval` at the start (the UBGI option `Plies`), for
+    /// drivers that set no options.
+    #[arg(long, default_value_t = 0,
+          value_parser = clap::value_parser!(u8).range(0..=MAX_PLIES as i64))]
+    plies: u8,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -223,8 +238,9 @@ fn seconds(s: &str) -> Result<f64, String> {
 #[derive(Args, Debug)]
 struct PositionArg {
     /// The position: a Position ID such as
-    /// portes/w/24:2,13:5,8:3,6:5/1:2,12:5,17:3,19:5 (docs/formats.md), or a GNU
-    /// Backgammon ID such as 4HPwATDgc/ABMA with --side.
+    /// portes/w/24:2,13:5,8:3,6:5/1:2,12:5,17:3,19:5 (docs/formats.md), a GNU
+    /// Backgammon ID such as 4HPwATDgc/ABMA with --side, or an XGID such as
+    /// XGID=-b----E-C---eE---c-e----B-:0:0:1:00:0:0:0:0:0 (Portes, docs/interop.md).
     #[arg(long, short)]
     position: String,
     /// With a GNU Backgammon ID: the side on roll, white or black.
@@ -239,12 +255,25 @@ struct PositionArg {
 enum PositionText {
     Id(String),
     Gnubg(pb::GnubgPosition),
+    Xgid(String),
 }
 
 impl PositionArg {
-    /// A Position ID always has `:` (each side lists its checkers); a GNU Backgammon
-    /// ID never does.
+    /// An XGID starts with `XGID=`; a Position ID always has `:` (each side lists its
+    /// checkers); a GNU Backgammon ID never does.
     fn input(&self) -> Result<PositionText, BoxError> {
+        if self
+            .position
+            .get(..5)
+            .is_some_and(|p| p.eq_ignore_ascii_case("XGID="))
+        {
+            return match self.side {
+                Some(_) => Err("side: only with a GNU Backgammon ID (an XGID carries the \
+                                side to move in its field 4)"
+                    .into()),
+                None => Ok(PositionText::Xgid(self.position.clone())),
+            };
+        }
         let gnubg = !self.position.contains(':');
         match (&self.side, gnubg) {
             (None, false) => Ok(PositionText::Id(self.position.clone())),
@@ -268,6 +297,7 @@ macro_rules! position_oneof {
         match $arg.input()? {
             PositionText::Id(id) => pb::$m::Position::PositionId(id),
             PositionText::Gnubg(g) => pb::$m::Position::Gnubg(g),
+            PositionText::Xgid(x) => pb::$m::Position::Xgid(x),
         }
     };
 }
@@ -341,6 +371,12 @@ fn main() -> ExitCode {
         Some(Command::Start(a)) => start(a).and_then(emit),
         Some(Command::Show(a)) => show(a).and_then(emit),
         Some(Command::Analyze(a)) => cli::analyze::run(a, service(true)).and_then(emit),
+        Some(Command::Ubgi(a)) => {
+            tavli_engine::ubgi::run(std::io::stdin(), std::io::stdout(), a.plies, || {
+                Arc::new(tavli_engine::eval::engine::Engine::load_default())
+            })
+            .map_err(Into::into)
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -578,6 +614,7 @@ fn show(a: ShowArgs) -> Result<String, BoxError> {
     let pos = convert::position_input(Some(match &input {
         PositionText::Id(id) => PositionInput::Id(id),
         PositionText::Gnubg(g) => PositionInput::Gnubg(g),
+        PositionText::Xgid(x) => PositionInput::Xgid(x),
     }))?;
     if a.pos.json {
         return Ok(print_json(

@@ -9,8 +9,8 @@
 //! | `grpc_server_handling_seconds` | histogram | `grpc_service`, `grpc_method` | time to the end of the response, 10 µs .. 10 s |
 //! | `grpc_server_in_flight` | gauge | `grpc_service`, `grpc_method` | RPCs started and not finished |
 //! | `tavli_plays_per_request` | histogram | `variant` | legal plays returned by ListLegalPlays |
-//! | `tavli_evaluation_plies` | histogram | `variant` | plies asked by Evaluate |
-//! | `tavli_evaluations_total` | counter | `evaluator`, `plies` | Evaluate answers by the evaluator that answered and the plies searched |
+//! | `tavli_evaluation_plies` | histogram | `variant` | plies asked by Evaluate and by each EvaluateBatch item |
+//! | `tavli_evaluations_total` | counter | `evaluator`, `plies` | Evaluate answers (and EvaluateBatch items) by the evaluator that answered and the plies searched |
 //! | `tavli_build_info` | gauge | `version` | always 1 |
 //! | `tavli_connections` | gauge | `listener` (`grpc`, `metrics`, `web`) | connections open |
 //! | `tavli_connections_closed_total` | counter | `listener`, `reason` (`handshake_timeout`, `idle_timeout`, `send_timeout`, `evicted`, `refused`, `tls_handshake`) | connections closed by a limit (or a failed TLS handshake) |
@@ -65,6 +65,7 @@ const KNOWN: &[(&str, &[&str])] = &[
             "AdvanceMatch",
             "AnalyzeGame",
             "Rollout",
+            "EvaluateBatch",
         ],
     ),
     ("grpc.health.v1.Health", &["Check", "Watch", "List"]),

@@ -166,13 +166,13 @@ async fn case3_zero_window_clients_hold_bounded_memory() {
     let waiting = statuses.iter().filter(|s| *s == "none").count();
     assert_eq!((answered, waiting), (24, 276), "{statuses:?}");
     let during = metrics_text(&server).await;
-    // 24 answers of 471,740 bytes (1896 plays, plus the 5-byte gRPC prefix) wait to
+    // 24 answers of 572,280 bytes (1896 plays, plus the 5-byte gRPC prefix) wait to
     // be written, and 276 requests wait for a slot.
     let buffered = sample(&during, "tavli_buffered_bytes");
     let request = list_request(SPREAD, 3, 3).len() as f64;
     assert_eq!(
         buffered,
-        24.0 * 471_745.0 + 276.0 * request,
+        24.0 * 572_285.0 + 276.0 * request,
         "bytes buffered"
     );
     // The send timeout (1.5 s) closes the three connections.

@@ -7,6 +7,7 @@
 //! - [`play`]: [`legal_plays`] and [`apply`].
 //! - [`notation`]: move notation `24/18 13/11*`.
 //! - [`position_id`]: the Position ID text form and GNU Backgammon Position IDs.
+//! - [`xgid`]: eXtreme Gammon's XGID (Portes).
 //! - [`matchplay`]: opening roll and the Tavli match cycle (R2).
 
 pub mod board;
@@ -17,6 +18,7 @@ pub mod play;
 pub mod position;
 pub mod position_id;
 pub mod types;
+pub mod xgid;
 
 pub use matchplay::{resolve_opening_roll, MatchState, OpeningRoll};
 pub use notation::Notation;

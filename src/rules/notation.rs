@@ -5,6 +5,7 @@
 //! ```text
 //! play    = "pass" | "" | item *( " " item )
 //! item    = chain [ "(" count ")" ]          ; count 1..4: the chain played count times
+//!                                            ; (a "*" in it: the first time hits)
 //! chain   = place 1*( "/" place )            ; one checker's path
 //! place   = ( "bar" | "off" | point ) [ "*" ]  ; point 1..24, own numbering; "*" = hit or pin there
 //! ```
@@ -94,9 +95,12 @@ pub fn parse(text: &str) -> Result<Vec<Segment>, RulesError> {
         for p in &places {
             parsed.push(parse_place(p, item)?);
         }
-        for _ in 0..count {
+        for k in 0..count {
             for w in parsed.windows(2) {
                 let ((from, _), (to, hit)) = (w[0], w[1]);
+                // `7/2*(2)` (GNU Backgammon's and XG's notation): two checkers to 2, the
+                // first of them hitting; a point is hit or pinned once.
+                let hit = hit && k == 0;
                 if from == 0 || to == 25 || (from != 25 && to != 0 && to >= from) {
                     return Err(RulesError::invalid(
                         "play",
@@ -551,6 +555,25 @@ mod tests {
                 m(9, 5, false)
             ]),
             "13/9/5(2)"
+        );
+    }
+
+    /// `7/2*(2)` as GNU Backgammon and XG write it: two checkers to 2, the first one
+    /// hitting (R4: the point then holds the mover's checker, a second hit is not
+    /// possible).
+    #[test]
+    fn a_repeated_hit_hits_once() {
+        let hits = |text: &str| -> Vec<(u8, u8, bool)> {
+            parse(text)
+                .unwrap()
+                .iter()
+                .map(|s| (s.from, s.to, s.hit))
+                .collect()
+        };
+        assert_eq!(hits("7/2*(2)"), [(7, 2, true), (7, 2, false)]);
+        assert_eq!(
+            hits("14/9/4*(2)"),
+            [(14, 9, false), (9, 4, true), (14, 9, false), (9, 4, false)]
         );
     }
 }

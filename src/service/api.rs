@@ -47,6 +47,17 @@ impl std::fmt::Debug for TavliEngineService {
     }
 }
 
+/// Most items of one `EvaluateBatch` (proto: "At most 1000 items").
+pub const MAX_BATCH_REQUESTS: usize = 1000;
+
+/// An `Evaluate` request (or `EvaluateBatch` item) after its checks.
+#[derive(Clone, Copy, Debug)]
+struct EvaluateJob {
+    pos: Position,
+    dice: Option<Dice>,
+    plies: u8,
+}
+
 /// Records the variant on the current RPC span (see [`crate::telemetry`]).
 fn record_variant(v: Variant) {
     tracing::Span::current().record("variant", v.name());
@@ -265,15 +276,26 @@ impl TavliEngineService {
         self.evaluate_with(req, deadline, None)
     }
 
-    /// The checked request of `Evaluate`: position, dice, and the evaluator (the
-    /// variant recorded on the RPC span if `record`). Errors: as
-    /// [`evaluate`](Self::evaluate), before any search.
-    #[allow(clippy::type_complexity)]
+    /// The evaluator, or `UNIMPLEMENTED` when none is loaded.
+    fn loaded_evaluator(&self) -> Result<&Arc<dyn PositionEvaluator>, ServiceError> {
+        self.evaluator.as_ref().ok_or_else(|| {
+            ServiceError::Unimplemented(
+                "Evaluate is not available yet: no evaluator is loaded on this server \
+                 (ListLegalPlays and ApplyPlay work)"
+                    .to_string(),
+            )
+        })
+    }
+
+    /// The checks of one `Evaluate` request (the variant recorded on the RPC span if
+    /// `record`): its position, dice and plies, ready for [`Self::run_evaluate`].
+    /// Errors: as [`evaluate`](Self::evaluate), before any search. `EvaluateBatch`
+    /// checks each of its items with it.
     fn evaluate_checked(
         &self,
         req: &pb::EvaluateRequest,
         record: bool,
-    ) -> Result<(Position, Option<Dice>, &Arc<dyn PositionEvaluator>), ServiceError> {
+    ) -> Result<EvaluateJob, ServiceError> {
         let pos = convert::position_input(req.position.as_ref().map(PositionInput::from))?;
         if record {
             record_variant(pos.variant);
@@ -292,14 +314,12 @@ impl TavliEngineService {
                 ),
             ));
         }
-        let Some(evaluator) = &self.evaluator else {
-            return Err(ServiceError::Unimplemented(
-                "Evaluate is not available yet: no evaluator is loaded on this server \
-                 (ListLegalPlays and ApplyPlay work)"
-                    .to_string(),
-            ));
-        };
-        Ok((pos, dice, evaluator))
+        self.loaded_evaluator()?;
+        Ok(EvaluateJob {
+            pos,
+            dice,
+            plies: req.plies as u8,
+        })
     }
 
     /// [`evaluate`](Self::evaluate) that also stops with `CANCELLED` once `cancel` is
@@ -310,14 +330,27 @@ impl TavliEngineService {
         deadline: Option<Instant>,
         cancel: Option<CancelToken>,
     ) -> Result<pb::EvaluateResponse, ServiceError> {
-        let (pos, dice, evaluator) = self.evaluate_checked(req, true)?;
+        let job = self.evaluate_checked(req, true)?;
+        self.run_evaluate(&job, deadline, cancel)
+    }
+
+    /// The answer of one checked `Evaluate` request: the one evaluation of both
+    /// `Evaluate` and every `EvaluateBatch` item.
+    fn run_evaluate(
+        &self,
+        job: &EvaluateJob,
+        deadline: Option<Instant>,
+        cancel: Option<CancelToken>,
+    ) -> Result<pb::EvaluateResponse, ServiceError> {
+        let EvaluateJob { pos, dice, plies } = *job;
+        let evaluator = self.loaded_evaluator()?;
         if let Some(m) = &self.metrics {
             m.evaluation_plies
                 .with_label_values(&[pos.variant.name()])
-                .observe(req.plies as f64);
+                .observe(plies as f64);
         }
         let opts = EvalOptions {
-            plies: req.plies as u8,
+            plies,
             deadline,
             cancel,
         };
@@ -349,6 +382,86 @@ impl TavliEngineService {
                 })
                 .collect(),
         })
+    }
+
+    /// The checked items of an `EvaluateBatch`: 1..=[`MAX_BATCH_REQUESTS`] of them,
+    /// each checked as `Evaluate` checks its request, errors under `requests[i]`.
+    fn evaluate_batch_checked(
+        &self,
+        req: &pb::EvaluateBatchRequest,
+    ) -> Result<Vec<EvaluateJob>, ServiceError> {
+        let n = req.requests.len();
+        if !(1..=MAX_BATCH_REQUESTS).contains(&n) {
+            return Err(ServiceError::invalid(
+                "requests",
+                format!("a batch holds 1..{MAX_BATCH_REQUESTS} requests, got {n}"),
+            ));
+        }
+        req.requests
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                self.evaluate_checked(r, false)
+                    .map_err(|e| e.at(&format!("requests[{i}]")))
+            })
+            .collect()
+    }
+
+    /// `EvaluateBatch` run here, item after item: every item is checked first, then
+    /// each is answered as [`evaluate`](Self::evaluate) answers it. Errors: the first
+    /// bad item's (`requests[i]...`), or the first failure of the work
+    /// (`DEADLINE_EXCEEDED` once `deadline` passes).
+    pub fn evaluate_batch(
+        &self,
+        req: &pb::EvaluateBatchRequest,
+        deadline: Option<Instant>,
+    ) -> Result<pb::EvaluateBatchResponse, ServiceError> {
+        let jobs = self.evaluate_batch_checked(req)?;
+        let mut responses = Vec::with_capacity(jobs.len());
+        self.run_batch_items(&jobs, 0, deadline, None, &mut responses)?;
+        Ok(pb::EvaluateBatchResponse { responses })
+    }
+
+    /// Answers `jobs`, items `first..` of a batch, into `out`, stopping at the
+    /// deadline or when `cancel` is cancelled (checked before each item, and by the
+    /// search inside it).
+    fn run_batch_items(
+        &self,
+        jobs: &[EvaluateJob],
+        first: usize,
+        deadline: Option<Instant>,
+        cancel: Option<&CancelToken>,
+        out: &mut Vec<pb::EvaluateResponse>,
+    ) -> Result<(), ServiceError> {
+        let stop = crate::eval::StopWhen { deadline, cancel };
+        for (k, job) in jobs.iter().enumerate() {
+            stop.check()?;
+            let answer = self.run_evaluate(job, deadline, cancel.cloned());
+            out.push(answer.map_err(|e| e.at(&format!("requests[{}]", first + k)))?);
+        }
+        Ok(())
+    }
+
+    /// A deep-search slot for a search of `plies` (`Evaluate`, an `EvaluateBatch`
+    /// item), as [`DeepSearchLimit::admit`] grants it; none without a limit. A
+    /// refusal is counted (`tavli_refused_total{reason="deep_search"}`).
+    async fn admit_search(
+        &self,
+        plies: u8,
+        deadline: Option<Instant>,
+    ) -> Result<Option<DeepPermit>, ServiceError> {
+        let Some(deep) = &self.deep else {
+            return Ok(None);
+        };
+        match deep.admit(plies, deadline).await {
+            Ok(slot) => Ok(Some(slot)),
+            Err(e) => {
+                if let Some(m) = &self.metrics {
+                    m.refused.with_label_values(&["deep_search"]).inc();
+                }
+                Err(e)
+            }
+        }
     }
 
     /// `GetStartingPosition` (R1). The side to move defaults to White.
@@ -430,6 +543,18 @@ fn is_play_field(e: &ServiceError) -> bool {
     matches!(e, ServiceError::Invalid { field, .. } if field == "play" || field.starts_with("play."))
 }
 
+/// What admission put in an `Evaluate` or `EvaluateBatch` request
+/// ([`super::limits`]): its deadline, its engine permit and its connection slot.
+fn evaluation_extensions(
+    ext: &http::Extensions,
+) -> (Option<Instant>, Option<WorkPermit>, Option<ConnSlot>) {
+    (
+        ext.get::<Deadline>().map(|d| d.0),
+        ext.get::<WorkPermit>().cloned(),
+        ext.get::<ConnSlot>().cloned(),
+    )
+}
+
 /// Runs a synchronous RPC body, mapping its error to a `Status`.
 fn respond<T>(r: Result<T, ServiceError>) -> Result<Response<T>, Status> {
     r.map(Response::new).map_err(Status::from)
@@ -458,11 +583,9 @@ impl pb::tavli_engine_server::TavliEngine for TavliEngineService {
         &self,
         request: Request<pb::EvaluateRequest>,
     ) -> Result<Response<pb::EvaluateResponse>, Status> {
-        let deadline = request.extensions().get::<Deadline>().map(|d| d.0);
         // The engine permit of this request: the search keeps a clone until it
         // returns, even when this future is dropped first.
-        let work = request.extensions().get::<WorkPermit>().cloned();
-        let conn_slot = request.extensions().get::<ConnSlot>().cloned();
+        let (deadline, work, conn_slot) = evaluation_extensions(request.extensions());
         let req = request.into_inner();
         // A 0-ply evaluation is one net evaluation per play (tens of microseconds, like
         // ListLegalPlays): answered on the async worker, where a hand-off to the
@@ -481,17 +604,9 @@ impl pb::tavli_engine_server::TavliEngine for TavliEngineService {
         if let Some(slot) = &conn_slot {
             slot.release();
         }
-        let slot = match &self.deep {
-            Some(deep) => match deep.admit(req.plies as u8, deadline).await {
-                Ok(slot) => Some(slot),
-                Err(e) => {
-                    if let Some(m) = &self.metrics {
-                        m.refused.with_label_values(&["deep_search"]).inc();
-                    }
-                    return respond(Err(e));
-                }
-            },
-            None => None,
+        let slot = match self.admit_search(req.plies as u8, deadline).await {
+            Ok(slot) => slot,
+            Err(e) => return respond(Err(e)),
         };
         // Dropping this future (client cancel, connection closed, deadline, drain)
         // cancels the search; so does the server's token at the end of the drain.
@@ -587,5 +702,70 @@ impl pb::tavli_engine_server::TavliEngine for TavliEngineService {
         let job = self.rollout_job(request.get_ref())?;
         let slot = self.admit_stream(deadline).await?;
         Ok(self.spawn_rollout(job, deadline, self.cancel.child(), slot))
+    }
+
+    async fn evaluate_batch(
+        &self,
+        request: Request<pb::EvaluateBatchRequest>,
+    ) -> Result<Response<pb::EvaluateBatchResponse>, Status> {
+        // As Evaluate's: the engine permit stays with the work until it stops.
+        let (deadline, work, conn_slot) = evaluation_extensions(request.extensions());
+        // Every item is checked before any work, however busy the server is.
+        let jobs = Arc::new(self.evaluate_batch_checked(request.get_ref())?);
+        drop(request);
+        if jobs.iter().any(|j| j.plies > 0) {
+            // Deep items are bounded by the deep-search limit, as Evaluate's are.
+            if let Some(slot) = &conn_slot {
+                slot.release();
+            }
+        }
+        // Dropping this future (client cancel, connection closed, deadline, drain)
+        // cancels the work; so does the server's token at the end of the drain.
+        let token = self.cancel.child();
+        let guard = CancelOnDrop::new(token.clone());
+        let mut responses = Vec::with_capacity(jobs.len());
+        let mut i = 0;
+        while i < jobs.len() {
+            // Each deep item alone, admitted like one Evaluate; a run of 0-ply items
+            // together (tens of microseconds each) in one hand-off to the blocking
+            // pool, so that a batch holds up no async worker.
+            let plies = jobs[i].plies;
+            let end = match plies {
+                0 => jobs[i..]
+                    .iter()
+                    .position(|j| j.plies > 0)
+                    .map_or(jobs.len(), |k| i + k),
+                _ => i + 1,
+            };
+            let slot = match plies {
+                0 => None,
+                _ => self
+                    .admit_search(plies, deadline)
+                    .await
+                    .map_err(|e| e.at(&format!("requests[{i}]")))?,
+            };
+            let (svc, batch, stop, held) =
+                (self.clone(), jobs.clone(), token.clone(), work.clone());
+            let span = tracing::Span::current();
+            let part = tokio::task::spawn_blocking(move || {
+                let mut out = Vec::with_capacity(end - i);
+                let r = span.in_scope(|| {
+                    svc.run_batch_items(&batch[i..end], i, deadline, Some(&stop), &mut out)
+                });
+                if let Some(slot) = slot {
+                    slot.finish(!matches!(r, Err(ServiceError::Cancelled)));
+                }
+                drop(held);
+                r.map(|()| out)
+            })
+            .await
+            .map_err(|e| ServiceError::Internal(format!("evaluation task failed: {e}")))
+            .and_then(|r| r)
+            .map_err(|e| e.shutdown_if(&token, "evaluation"))?;
+            responses.extend(part);
+            i = end;
+        }
+        guard.disarm();
+        Ok(Response::new(pb::EvaluateBatchResponse { responses }))
     }
 }

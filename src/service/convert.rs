@@ -8,6 +8,7 @@ use super::pb;
 use crate::eval::Probabilities;
 use crate::rules::board::Board;
 use crate::rules::position_id;
+use crate::rules::xgid;
 use crate::rules::{
     Dice, Location, MatchState, Move, Outcome, OutcomeReason, Play, Point, Position, Side, Variant,
     CHECKERS,
@@ -134,7 +135,8 @@ pub fn position_from_pb(p: &pb::Position, prefix: &str) -> Result<Position, Serv
     Ok(pos)
 }
 
-/// The protobuf form of a position, every field filled (`gnubg_id` for Portes only).
+/// The protobuf form of a position, every field filled (`gnubg_id` and `xgid` for
+/// Portes only).
 pub fn position_to_pb(p: &Position) -> pb::Position {
     pb::Position {
         variant: variant_to_pb(p.variant) as i32,
@@ -156,6 +158,13 @@ pub fn position_to_pb(p: &Position) -> pb::Position {
         // A position here has passed `validate` (input) or comes from the rules core.
         gnubg_id: if p.variant == Variant::Portes {
             position_id::gnubg_id_of_board(&Board::from_position(p, p.turn))
+        } else {
+            String::new()
+        },
+        xgid: if p.variant == Variant::Portes {
+            let mut v = Vec::with_capacity(53);
+            xgid::push_xgid(p, &mut v);
+            String::from_utf8(v).expect("an XGID is ASCII")
         } else {
             String::new()
         },
@@ -185,6 +194,8 @@ pub enum PositionInput<'a> {
     Id(&'a str),
     /// `gnubg`.
     Gnubg(&'a pb::GnubgPosition),
+    /// `xgid`.
+    Xgid(&'a str),
 }
 
 /// Reads a position `oneof` named `position` in the request. `None` is an error
@@ -193,7 +204,7 @@ pub fn position_input(input: Option<PositionInput<'_>>) -> Result<Position, Serv
     match input {
         None => Err(ServiceError::invalid(
             "position",
-            "a position is required: set structured, position_id or gnubg",
+            "a position is required: set structured, position_id, gnubg or xgid",
         )),
         Some(PositionInput::Structured(p)) => position_from_pb(p, "position.structured"),
         Some(PositionInput::Id(id)) => position_from_id(id, "position.position_id"),
@@ -202,6 +213,14 @@ pub fn position_input(input: Option<PositionInput<'_>>) -> Result<Position, Serv
             position_id::from_gnubg_id(&g.id, turn).map_err(|e| match ServiceError::from(e) {
                 ServiceError::Invalid { reason, .. } => {
                     ServiceError::invalid("position.gnubg.id", reason)
+                }
+                other => other,
+            })
+        }
+        Some(PositionInput::Xgid(text)) => {
+            xgid::from_xgid(text).map_err(|e| match ServiceError::from(e) {
+                ServiceError::Invalid { reason, .. } => {
+                    ServiceError::invalid("position.xgid", reason)
                 }
                 other => other,
             })
@@ -217,6 +236,7 @@ macro_rules! position_oneof {
                     pb::$module::Position::Structured(s) => PositionInput::Structured(s),
                     pb::$module::Position::PositionId(s) => PositionInput::Id(s),
                     pb::$module::Position::Gnubg(g) => PositionInput::Gnubg(g),
+                    pb::$module::Position::Xgid(x) => PositionInput::Xgid(x),
                 }
             }
         }

@@ -9,7 +9,7 @@
 //!   the buffers, so probes answer under any load. Engine RPCs first take one of
 //!   their connection's slots ([`ConnState::rpc_slot`], waiting for it holds no
 //!   permit). A permit that is not free is `RESOURCE_EXHAUSTED` at once (not queued).
-//!   `Evaluate` also finds its engine permit in the request as a [`WorkPermit`], which
+//!   `Evaluate` (and `EvaluateBatch`) also finds its engine permit in the request as a [`WorkPermit`], which
 //!   a search handed to another thread keeps until it has stopped, and its connection
 //!   slot as a [`ConnSlot`], which a deep search gives back. The response's data is
 //!   charged to the buffers until written.
@@ -96,8 +96,12 @@ impl ConnSlot {
 /// not (`OUT_OF_RANGE`, or `RESOURCE_EXHAUSTED` when it inflates past it).
 pub const SMALL_MESSAGE_BYTES: usize = 16 * 1024;
 
-/// The path of `Evaluate`, whose connection slot is a [`ConnSlot`].
-const EVALUATE: &str = "/tavli.v1.TavliEngine/Evaluate";
+/// The paths of `Evaluate` and `EvaluateBatch`, whose connection slot is a
+/// [`ConnSlot`] and whose engine permit is a [`WorkPermit`].
+const EVALUATE: [&str; 2] = [
+    "/tavli.v1.TavliEngine/Evaluate",
+    "/tavli.v1.TavliEngine/EvaluateBatch",
+];
 
 /// The server-streaming engine RPCs: their work goes on after the handler returns
 /// (while the stream is read), so they hold their engine permit until the response
@@ -350,7 +354,7 @@ where
 
     fn call(&mut self, req: Request<B>) -> Self::Future {
         let class = classify(req.uri().path());
-        let evaluate = req.uri().path() == EVALUATE;
+        let evaluate = EVALUATE.contains(&req.uri().path());
         let engine_stream = ENGINE_STREAMS.contains(&req.uri().path());
         let conn = self.layer.1.clone();
         let guard = conn.as_ref().map(StreamGuard::new);

@@ -24,6 +24,7 @@ use crate::rules::movegen::{RawMove, RawPlay};
 use crate::rules::notation;
 use crate::rules::play::to_location;
 use crate::rules::position_id::{push_gnubg_id, push_id, PlayIds};
+use crate::rules::xgid::push_xgid;
 use crate::rules::{Dice, Location, Outcome, Position, Side, Variant};
 use bytes::BufMut;
 
@@ -111,7 +112,8 @@ fn put_nested(
 
 /// `Position`: every field, as [`super::convert::position_to_pb`] fills it;
 /// `id` appends `p`'s Position ID; `board()` is `p` seen by its side to move (for the
-/// GNU Backgammon ID of a Portes position; not called for the other variants).
+/// GNU Backgammon ID of a Portes position; not called for the other variants); the
+/// XGID of a Portes position is written from `p`.
 fn put_position(
     out: &mut Vec<u8>,
     p: &Position,
@@ -146,6 +148,7 @@ fn put_position(
     put_nested(out, 8, 1, true, id);
     if p.variant == Variant::Portes {
         put_nested(out, 9, 1, true, |t| push_gnubg_id(&board(), t));
+        put_nested(out, 10, 1, true, |t| push_xgid(p, t));
     }
 }
 
