@@ -132,7 +132,7 @@ struct ServeArgs {
     request_timeout_seconds: f64,
     /// Most trials of one Rollout request; more is INVALID_ARGUMENT.
     #[arg(long, env = "TAVLI_MAX_ROLLOUT_TRIALS",
-          default_value_t = tavli_engine::service::rollout::DEFAULT_MAX_ROLLOUT_TRIALS,
+          default_value_t = tavli_engine::service::api::DEFAULT_MAX_ROLLOUT_TRIALS,
           value_parser = clap::value_parser!(u32).range(1..))]
     max_rollout_trials: u32,
     /// Connections open at once on the gRPC port; at the limit an idle connection is

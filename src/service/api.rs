@@ -6,7 +6,7 @@
 
 use super::convert::{self, PositionInput};
 use super::error::{AtField, ServiceError};
-use super::limits::{CancelOnDrop, ConnSlot, Deadline, DeepPermit, DeepSearchLimit, WorkPermit};
+use super::limits::{DeepPermit, DeepSearchLimit};
 use super::pb;
 use super::wire;
 use crate::eval::{CancelToken, EvalOptions, PositionEvaluator, MAX_PLIES};
@@ -16,7 +16,6 @@ use crate::rules::{self, Dice, PlayInput, Position, Side, Variant};
 use crate::telemetry::Metrics;
 use std::sync::Arc;
 use std::time::Instant;
-use tonic::{Request, Response, Status};
 
 /// The engine service: stateless, cheap to clone.
 ///
@@ -33,9 +32,9 @@ pub struct TavliEngineService {
     /// Most trials of one `Rollout` ([`super::rollout`]).
     pub(super) max_rollout_trials: u32,
     /// Admission of deep searches (none: every search runs at once).
-    deep: Option<Arc<DeepSearchLimit>>,
+    pub(super) deep: Option<Arc<DeepSearchLimit>>,
     /// The server's token: cancelled when the drain time is over.
-    cancel: CancelToken,
+    pub(super) cancel: CancelToken,
 }
 
 impl std::fmt::Debug for TavliEngineService {
@@ -47,15 +46,19 @@ impl std::fmt::Debug for TavliEngineService {
     }
 }
 
+/// The default server cap on `RolloutRequest.trials` (36³; flag
+/// `--max-rollout-trials`).
+pub const DEFAULT_MAX_ROLLOUT_TRIALS: u32 = 46_656;
+
 /// Most items of one `EvaluateBatch` (proto: "At most 1000 items").
 pub const MAX_BATCH_REQUESTS: usize = 1000;
 
 /// An `Evaluate` request (or `EvaluateBatch` item) after its checks.
 #[derive(Clone, Copy, Debug)]
-struct EvaluateJob {
+pub(super) struct EvaluateJob {
     pos: Position,
     dice: Option<Dice>,
-    plies: u8,
+    pub(super) plies: u8,
 }
 
 /// Records the variant on the current RPC span (see [`crate::telemetry`]).
@@ -79,7 +82,7 @@ impl TavliEngineService {
             max_plies: max_plies.min(MAX_PLIES),
             metrics,
             plays_per_request,
-            max_rollout_trials: super::rollout::DEFAULT_MAX_ROLLOUT_TRIALS,
+            max_rollout_trials: DEFAULT_MAX_ROLLOUT_TRIALS,
             deep: None,
             cancel: CancelToken::new(),
         }
@@ -103,7 +106,7 @@ impl TavliEngineService {
 
     /// A deep-search slot for a streaming RPC (`Rollout`, `AnalyzeGame`), held by its
     /// work until it stops; none without a deep-search limit.
-    async fn admit_stream(
+    pub(super) async fn admit_stream(
         &self,
         deadline: Option<Instant>,
     ) -> Result<Option<DeepPermit>, ServiceError> {
@@ -291,7 +294,7 @@ impl TavliEngineService {
     /// `record`): its position, dice and plies, ready for [`Self::run_evaluate`].
     /// Errors: as [`evaluate`](Self::evaluate), before any search. `EvaluateBatch`
     /// checks each of its items with it.
-    fn evaluate_checked(
+    pub(super) fn evaluate_checked(
         &self,
         req: &pb::EvaluateRequest,
         record: bool,
@@ -386,7 +389,7 @@ impl TavliEngineService {
 
     /// The checked items of an `EvaluateBatch`: 1..=[`MAX_BATCH_REQUESTS`] of them,
     /// each checked as `Evaluate` checks its request, errors under `requests[i]`.
-    fn evaluate_batch_checked(
+    pub(super) fn evaluate_batch_checked(
         &self,
         req: &pb::EvaluateBatchRequest,
     ) -> Result<Vec<EvaluateJob>, ServiceError> {
@@ -425,7 +428,7 @@ impl TavliEngineService {
     /// Answers `jobs`, items `first..` of a batch, into `out`, stopping at the
     /// deadline or when `cancel` is cancelled (checked before each item, and by the
     /// search inside it).
-    fn run_batch_items(
+    pub(super) fn run_batch_items(
         &self,
         jobs: &[EvaluateJob],
         first: usize,
@@ -445,7 +448,7 @@ impl TavliEngineService {
     /// A deep-search slot for a search of `plies` (`Evaluate`, an `EvaluateBatch`
     /// item), as [`DeepSearchLimit::admit`] grants it; none without a limit. A
     /// refusal is counted (`tavli_refused_total{reason="deep_search"}`).
-    async fn admit_search(
+    pub(super) async fn admit_search(
         &self,
         plies: u8,
         deadline: Option<Instant>,
@@ -541,231 +544,4 @@ fn resulting(p: &pb::Position, pos: &Position, field: &str) -> Result<Position, 
 
 fn is_play_field(e: &ServiceError) -> bool {
     matches!(e, ServiceError::Invalid { field, .. } if field == "play" || field.starts_with("play."))
-}
-
-/// What admission put in an `Evaluate` or `EvaluateBatch` request
-/// ([`super::limits`]): its deadline, its engine permit and its connection slot.
-fn evaluation_extensions(
-    ext: &http::Extensions,
-) -> (Option<Instant>, Option<WorkPermit>, Option<ConnSlot>) {
-    (
-        ext.get::<Deadline>().map(|d| d.0),
-        ext.get::<WorkPermit>().cloned(),
-        ext.get::<ConnSlot>().cloned(),
-    )
-}
-
-/// Runs a synchronous RPC body, mapping its error to a `Status`.
-fn respond<T>(r: Result<T, ServiceError>) -> Result<Response<T>, Status> {
-    r.map(Response::new).map_err(Status::from)
-}
-
-#[tonic::async_trait]
-impl pb::tavli_engine_server::TavliEngine for TavliEngineService {
-    async fn list_legal_plays(
-        &self,
-        request: Request<pb::ListLegalPlaysRequest>,
-    ) -> Result<Response<pb::ListLegalPlaysResponse>, Status> {
-        respond(TavliEngineService::list_legal_plays(
-            self,
-            request.get_ref(),
-        ))
-    }
-
-    async fn apply_play(
-        &self,
-        request: Request<pb::ApplyPlayRequest>,
-    ) -> Result<Response<pb::ApplyPlayResponse>, Status> {
-        respond(TavliEngineService::apply_play(self, request.get_ref()))
-    }
-
-    async fn evaluate(
-        &self,
-        request: Request<pb::EvaluateRequest>,
-    ) -> Result<Response<pb::EvaluateResponse>, Status> {
-        // The engine permit of this request: the search keeps a clone until it
-        // returns, even when this future is dropped first.
-        let (deadline, work, conn_slot) = evaluation_extensions(request.extensions());
-        let req = request.into_inner();
-        // A 0-ply evaluation is one net evaluation per play (tens of microseconds, like
-        // ListLegalPlays): answered on the async worker, where a hand-off to the
-        // blocking pool would cost more than the work and add threads that compete
-        // for the cores. Deeper searches (milliseconds and more) go to the blocking
-        // pool so that they do not hold up the workers.
-        if req.plies == 0 {
-            return respond(TavliEngineService::evaluate(self, &req, deadline));
-        }
-        // Bad input is INVALID_ARGUMENT however busy the server is.
-        if let Err(e) = self.evaluate_checked(&req, false) {
-            return respond::<pb::EvaluateResponse>(Err(e));
-        }
-        // The deep-search limit bounds this one from here: the connection's slot can
-        // serve the client's other calls.
-        if let Some(slot) = &conn_slot {
-            slot.release();
-        }
-        let slot = match self.admit_search(req.plies as u8, deadline).await {
-            Ok(slot) => slot,
-            Err(e) => return respond(Err(e)),
-        };
-        // Dropping this future (client cancel, connection closed, deadline, drain)
-        // cancels the search; so does the server's token at the end of the drain.
-        let token = self.cancel.child();
-        let guard = CancelOnDrop::new(token.clone());
-        let svc = self.clone();
-        let span = tracing::Span::current();
-        let request_token = token.clone();
-        let r = tokio::task::spawn_blocking(move || {
-            let r = span.in_scope(|| svc.evaluate_with(&req, deadline, Some(token)));
-            if let Some(slot) = slot {
-                slot.finish(!matches!(r, Err(ServiceError::Cancelled)));
-            }
-            drop(work);
-            r
-        })
-        .await
-        .map_err(|e| ServiceError::Internal(format!("evaluation task failed: {e}")))
-        .and_then(|r| r)
-        .map_err(|e| e.shutdown_if(&request_token, "evaluation"));
-        guard.disarm();
-        respond(r)
-    }
-
-    async fn get_starting_position(
-        &self,
-        request: Request<pb::GetStartingPositionRequest>,
-    ) -> Result<Response<pb::GetStartingPositionResponse>, Status> {
-        respond(TavliEngineService::get_starting_position(
-            self,
-            request.get_ref(),
-        ))
-    }
-
-    async fn resolve_opening_roll(
-        &self,
-        request: Request<pb::ResolveOpeningRollRequest>,
-    ) -> Result<Response<pb::ResolveOpeningRollResponse>, Status> {
-        respond(TavliEngineService::resolve_opening_roll(
-            self,
-            request.get_ref(),
-        ))
-    }
-
-    async fn advance_match(
-        &self,
-        request: Request<pb::AdvanceMatchRequest>,
-    ) -> Result<Response<pb::AdvanceMatchResponse>, Status> {
-        respond(TavliEngineService::advance_match(self, request.get_ref()))
-    }
-
-    type AnalyzeGameStream = super::analyze::CancelOnDrop;
-
-    async fn analyze_game(
-        &self,
-        request: Request<pb::AnalyzeGameRequest>,
-    ) -> Result<Response<Self::AnalyzeGameStream>, Status> {
-        let deadline = request.extensions().get::<Deadline>().map(|d| d.0);
-        // Reading and replaying the record (an error is the RPC's status) takes about
-        // a second for one at the 4 MiB message limit: on the blocking pool, so that
-        // a few such requests do not hold up the async workers and every other call.
-        // The engine permit is kept until it returns, even when this future is
-        // dropped first.
-        let work = request.extensions().get::<WorkPermit>().cloned();
-        let svc = self.clone();
-        let span = tracing::Span::current();
-        let req = request.into_inner();
-        let prepared = tokio::task::spawn_blocking(move || {
-            let r = span.in_scope(|| svc.prepare_analysis(&req));
-            drop(work);
-            r
-        })
-        .await
-        .map_err(|e| ServiceError::Internal(format!("record task failed: {e}")))
-        .and_then(|r| r)?;
-        let slot = self.admit_stream(deadline).await?;
-        Ok(Response::new(super::analyze::spawn_analysis(
-            prepared,
-            deadline,
-            self.cancel.child(),
-            slot,
-        )))
-    }
-
-    type RolloutStream = super::rollout::RolloutStream;
-
-    async fn rollout(
-        &self,
-        request: Request<pb::RolloutRequest>,
-    ) -> Result<Response<Self::RolloutStream>, Status> {
-        let deadline = request.extensions().get::<Deadline>().map(|d| d.0);
-        // Bad input is INVALID_ARGUMENT however busy the server is.
-        let job = self.rollout_job(request.get_ref())?;
-        let slot = self.admit_stream(deadline).await?;
-        Ok(self.spawn_rollout(job, deadline, self.cancel.child(), slot))
-    }
-
-    async fn evaluate_batch(
-        &self,
-        request: Request<pb::EvaluateBatchRequest>,
-    ) -> Result<Response<pb::EvaluateBatchResponse>, Status> {
-        // As Evaluate's: the engine permit stays with the work until it stops.
-        let (deadline, work, conn_slot) = evaluation_extensions(request.extensions());
-        // Every item is checked before any work, however busy the server is.
-        let jobs = Arc::new(self.evaluate_batch_checked(request.get_ref())?);
-        drop(request);
-        if jobs.iter().any(|j| j.plies > 0) {
-            // Deep items are bounded by the deep-search limit, as Evaluate's are.
-            if let Some(slot) = &conn_slot {
-                slot.release();
-            }
-        }
-        // Dropping this future (client cancel, connection closed, deadline, drain)
-        // cancels the work; so does the server's token at the end of the drain.
-        let token = self.cancel.child();
-        let guard = CancelOnDrop::new(token.clone());
-        let mut responses = Vec::with_capacity(jobs.len());
-        let mut i = 0;
-        while i < jobs.len() {
-            // Each deep item alone, admitted like one Evaluate; a run of 0-ply items
-            // together (tens of microseconds each) in one hand-off to the blocking
-            // pool, so that a batch holds up no async worker.
-            let plies = jobs[i].plies;
-            let end = match plies {
-                0 => jobs[i..]
-                    .iter()
-                    .position(|j| j.plies > 0)
-                    .map_or(jobs.len(), |k| i + k),
-                _ => i + 1,
-            };
-            let slot = match plies {
-                0 => None,
-                _ => self
-                    .admit_search(plies, deadline)
-                    .await
-                    .map_err(|e| e.at(&format!("requests[{i}]")))?,
-            };
-            let (svc, batch, stop, held) =
-                (self.clone(), jobs.clone(), token.clone(), work.clone());
-            let span = tracing::Span::current();
-            let part = tokio::task::spawn_blocking(move || {
-                let mut out = Vec::with_capacity(end - i);
-                let r = span.in_scope(|| {
-                    svc.run_batch_items(&batch[i..end], i, deadline, Some(&stop), &mut out)
-                });
-                if let Some(slot) = slot {
-                    slot.finish(!matches!(r, Err(ServiceError::Cancelled)));
-                }
-                drop(held);
-                r.map(|()| out)
-            })
-            .await
-            .map_err(|e| ServiceError::Internal(format!("evaluation task failed: {e}")))
-            .and_then(|r| r)
-            .map_err(|e| e.shutdown_if(&token, "evaluation"))?;
-            responses.extend(part);
-            i = end;
-        }
-        guard.disarm();
-        Ok(Response::new(pb::EvaluateBatchResponse { responses }))
-    }
 }

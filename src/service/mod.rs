@@ -8,6 +8,7 @@
 //! - [`error`]: [`ServiceError`] and the one mapping of rules and evaluation errors to
 //!   `tonic::Status` (with `google.rpc.BadRequest` / `google.rpc.ErrorInfo` details).
 //! - [`api`]: [`TavliEngineService`], one method per RPC, also used by the CLI;
+//!   [`grpc`]: the tonic trait over those methods (blocking pool, cancellation);
 //!   [`rollout`]: the streaming `Rollout` RPC.
 //! - [`analyze`]: `AnalyzeGame`, the server-streaming analysis of a game record.
 //! - [`limits`]: admission (request body, permits: `RESOURCE_EXHAUSTED`), the deadline
@@ -29,6 +30,7 @@ pub mod coalesce;
 pub mod conn;
 pub mod convert;
 pub mod error;
+pub mod grpc;
 pub mod inflate;
 pub mod json;
 pub mod limits;

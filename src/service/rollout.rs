@@ -3,6 +3,7 @@
 //! stream of updates that cancels the rollout when the client goes away.
 
 use super::api::TavliEngineService;
+pub use super::api::DEFAULT_MAX_ROLLOUT_TRIALS;
 use super::convert::{self, PositionInput};
 use super::error::{AtField, ServiceError};
 use super::pb;
@@ -16,10 +17,6 @@ use std::time::Instant;
 use tokio_stream::wrappers::ReceiverStream;
 use tokio_stream::Stream;
 use tonic::{Response, Status};
-
-/// The default server cap on `RolloutRequest.trials` (36³; flag
-/// `--max-rollout-trials`).
-pub const DEFAULT_MAX_ROLLOUT_TRIALS: u32 = 46_656;
 
 /// A checked `RolloutRequest`.
 #[derive(Clone, Debug)]

@@ -54,7 +54,7 @@ pub struct ServerConfig {
     /// The evaluator behind `Evaluate`; `None` → `UNIMPLEMENTED`.
     pub evaluator: Option<Arc<dyn PositionEvaluator>>,
     /// Most trials of one `Rollout` (default
-    /// [`super::rollout::DEFAULT_MAX_ROLLOUT_TRIALS`]); more is `INVALID_ARGUMENT`.
+    /// [`super::api::DEFAULT_MAX_ROLLOUT_TRIALS`]); more is `INVALID_ARGUMENT`.
     pub max_rollout_trials: u32,
     /// Connections open at once on the gRPC port (default 1024; at most the
     /// descriptor limit less a reserve). At the limit an idle connection is closed to
@@ -129,7 +129,7 @@ impl Default for ServerConfig {
             max_plies: MAX_PLIES,
             request_timeout: Some(Duration::from_secs(30)),
             evaluator: None,
-            max_rollout_trials: super::rollout::DEFAULT_MAX_ROLLOUT_TRIALS,
+            max_rollout_trials: super::api::DEFAULT_MAX_ROLLOUT_TRIALS,
             max_connections: 1024,
             max_concurrent_streams: 100,
             handshake_timeout: Duration::from_secs(10),
