@@ -1,6 +1,6 @@
 //! Who starts and the Tavli match (RULES.md R2).
 
-use super::position::RulesError;
+use super::types::RulesError;
 use super::types::{Outcome, Side, Variant};
 
 /// The result of an opening roll: one die each (R2).

@@ -23,5 +23,5 @@ pub mod xgid;
 pub use matchplay::{resolve_opening_roll, MatchState, OpeningRoll};
 pub use notation::Notation;
 pub use play::{apply, legal_plays, matching_plays, Play, PlayInput};
-pub use position::{Point, Position, RulesError, CHECKERS};
-pub use types::{Dice, Location, Move, Moves, Outcome, OutcomeReason, Side, Variant};
+pub use position::{Point, Position, CHECKERS};
+pub use types::{Dice, Location, Move, Moves, Outcome, OutcomeReason, RulesError, Side, Variant};

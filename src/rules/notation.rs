@@ -15,7 +15,8 @@
 //! one-die bear-off and `4/2/off` the two-dice play (R3, R6).
 
 use super::movegen::RawMove;
-use super::position::{Clip, RulesError};
+use super::position::Clip;
+use super::types::RulesError;
 
 /// One written step of a chain: a checker goes from `from` to `to` (own numbering,
 /// 25 = bar, 0 = off), possibly with several dice; `hit` when `*` was written at `to`.

@@ -4,7 +4,8 @@
 use super::board::{Board, BAR, OFF};
 use super::movegen::{for_each_step, generate, RawMove, RawPlay};
 use super::notation::{self, Notation, Segment};
-use super::position::{Position, RulesError};
+use super::position::Position;
+use super::types::RulesError;
 use super::types::{Dice, Location, Move, Moves, Outcome, Side, Variant};
 
 /// A legal play: its moves in a legal order, its notation, the position after it with

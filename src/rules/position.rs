@@ -1,40 +1,8 @@
 //! The public position type in printed numbering (RULES.md R1), its validation (R9),
 //! the start positions and the detection of a game that is already over.
 
-use super::types::{Outcome, OutcomeReason, Side, Variant};
+use super::types::{Outcome, OutcomeReason, RulesError, Side, Variant};
 use std::fmt;
-
-/// Errors of the rules core. Each names the field and the reason.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum RulesError {
-    /// Malformed input: bad position (R9), dice outside 1..6, unparsable text, or a play
-    /// that is not among the legal plays. `field` is a path such as `points[4]`,
-    /// `dice.die1` or `play`.
-    Invalid { field: String, reason: String },
-    /// The position's game is already over (R9): it has no plays.
-    GameOver(Outcome),
-}
-
-impl RulesError {
-    /// Shorthand for [`RulesError::Invalid`].
-    pub fn invalid(field: impl Into<String>, reason: impl Into<String>) -> RulesError {
-        RulesError::Invalid {
-            field: field.into(),
-            reason: reason.into(),
-        }
-    }
-}
-
-impl fmt::Display for RulesError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            RulesError::Invalid { field, reason } => write!(f, "{field}: {reason}"),
-            RulesError::GameOver(o) => write!(f, "the game is already over: {o}"),
-        }
-    }
-}
-
-impl std::error::Error for RulesError {}
 
 /// Quotes user input in an error message, cut to 40 characters so that an error never
 /// echoes a huge input back.

@@ -22,7 +22,8 @@
 //! `1` bit per checker then a `0`; packed little-endian; base64 without padding.
 
 use super::board::{differing_mask, flip_index, Board, BAR, OFF};
-use super::position::{Clip, Position, RulesError, CHECKERS};
+use super::position::{Clip, Position, CHECKERS};
+use super::types::RulesError;
 use super::types::{Side, Variant};
 use base64::engine::general_purpose::STANDARD_NO_PAD;
 use base64::Engine;

@@ -4,6 +4,38 @@
 
 use std::fmt;
 
+/// Errors of the rules core. Each names the field and the reason.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RulesError {
+    /// Malformed input: bad position (R9), dice outside 1..6, unparsable text, or a play
+    /// that is not among the legal plays. `field` is a path such as `points[4]`,
+    /// `dice.die1` or `play`.
+    Invalid { field: String, reason: String },
+    /// The position's game is already over (R9): it has no plays.
+    GameOver(Outcome),
+}
+
+impl RulesError {
+    /// Shorthand for [`RulesError::Invalid`].
+    pub fn invalid(field: impl Into<String>, reason: impl Into<String>) -> RulesError {
+        RulesError::Invalid {
+            field: field.into(),
+            reason: reason.into(),
+        }
+    }
+}
+
+impl fmt::Display for RulesError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RulesError::Invalid { field, reason } => write!(f, "{field}: {reason}"),
+            RulesError::GameOver(o) => write!(f, "the game is already over: {o}"),
+        }
+    }
+}
+
+impl std::error::Error for RulesError {}
+
 /// The three Tavli games (RULES.md R1).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Variant {
@@ -100,10 +132,10 @@ pub struct Dice {
 
 impl Dice {
     /// Builds a roll; errors name the die (`dice.die1`/`dice.die2`) and the reason (R9).
-    pub fn new(die1: u8, die2: u8) -> Result<Dice, crate::rules::RulesError> {
+    pub fn new(die1: u8, die2: u8) -> Result<Dice, RulesError> {
         for (field, v) in [("dice.die1", die1), ("dice.die2", die2)] {
             if !(1..=6).contains(&v) {
-                return Err(crate::rules::RulesError::invalid(
+                return Err(RulesError::invalid(
                     field,
                     format!("die must be 1..6, got {v}"),
                 ));
@@ -152,7 +184,7 @@ impl Dice {
     }
 
     /// Parses `6-5`, `65` or `6,5`.
-    pub fn parse(s: &str) -> Result<Dice, crate::rules::RulesError> {
+    pub fn parse(s: &str) -> Result<Dice, RulesError> {
         let digits: Option<Vec<u8>> = s
             .trim()
             .chars()
@@ -163,7 +195,7 @@ impl Dice {
             Some(&[a, b]) => Dice::new(a, b),
             _ => {
                 let shown: String = s.chars().take(16).collect();
-                Err(crate::rules::RulesError::invalid(
+                Err(RulesError::invalid(
                     "dice",
                     format!("expected two dice 1..6 such as 6-5, got {shown:?}"),
                 ))

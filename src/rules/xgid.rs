@@ -31,7 +31,8 @@
 //! (`:0:0:T:00:0:0:0:0:0`); [`Xgid::parse`] reads every field XG writes, checks it,
 //! and keeps it, but the rules and the evaluation use the board and the turn only.
 
-use super::position::{Clip, Position, RulesError, CHECKERS};
+use super::position::{Clip, Position, CHECKERS};
+use super::types::RulesError;
 use super::types::{Dice, Side, Variant};
 
 /// The field name of XGID errors (the service maps it to the request's field).

@@ -20,7 +20,7 @@
 //! connection's watchdog ([`super::conn`]) closes a connection that still holds a
 //! response produced more than the send timeout ago, which frees it.
 
-use super::conn::ConnState;
+use super::conn::{ConnState, SEND_EPOCHS};
 use bytes::Bytes;
 use http_body::Frame;
 use std::pin::Pin;
@@ -30,11 +30,6 @@ use std::task::{Context, Poll};
 use tokio::sync::OwnedSemaphorePermit;
 use tonic::body::Body;
 use tonic::Status;
-
-/// Slots of unwritten responses per connection, by send epoch (a quarter of the send
-/// timeout each): a response still unwritten 5 epochs after its own (more than the
-/// send timeout) closes its connection; 8 slots keep those epochs apart.
-pub const SEND_EPOCHS: usize = 8;
 
 /// The server-wide limit of buffered message bytes.
 #[derive(Debug)]

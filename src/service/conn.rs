@@ -27,7 +27,6 @@
 //! Each connection carries a [`ConnState`], given to the admission layer built for the
 //! connection: streams in flight and bytes buffered for it.
 
-use super::buffers::SEND_EPOCHS;
 use super::coalesce::{coalesce, Coalesced};
 use crate::telemetry::Metrics;
 use std::collections::HashMap;
@@ -71,6 +70,11 @@ pub enum Phase {
     /// Drain time over: every connection is closed now.
     Stopped,
 }
+
+/// Slots of unwritten responses per connection, by send epoch (a quarter of the send
+/// timeout each): a response still unwritten 5 epochs after its own (more than the
+/// send timeout) closes its connection; 8 slots keep those epochs apart.
+pub const SEND_EPOCHS: usize = 8;
 
 /// One connection's shared state: what the request path records and what the
 /// connection's watchdog reads.
