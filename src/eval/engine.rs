@@ -11,7 +11,8 @@
 
 use super::bearoff::{is_no_contact_bearoff, BearoffDb};
 use super::rollout::{RolloutConfig, RolloutReport};
-use super::search::{game_over_probabilities, with_scratch, MoveFilter, Search};
+use super::sanity::outcome_for_turn;
+use super::search::{game_over_probabilities, with_scratch, MoveFilter, Search, Searcher};
 use super::{
     EvalError, EvalOptions, Evaluation, Evaluator, PositionEvaluator, Probabilities, RankedPlay,
     StopWhen, MAX_PLIES,
@@ -19,7 +20,7 @@ use super::{
 use crate::rules::board::Board;
 use crate::rules::movegen::{generate, PlayResult};
 use crate::rules::play::to_play;
-use crate::rules::{Dice, Outcome, Position, Variant};
+use crate::rules::{Dice, Position, Variant};
 use std::sync::Arc;
 
 /// Position evaluation with per-variant static evaluators, the exact bear-off
@@ -39,28 +40,6 @@ pub fn variant_index(v: Variant) -> usize {
         Variant::Portes => 0,
         Variant::Plakoto => 1,
         Variant::Fevga => 2,
-    }
-}
-
-/// Probabilities, for the side to move in `pos`, of its finished game's `outcome`.
-pub fn outcome_for_turn(pos: &Position, outcome: &Outcome) -> Probabilities {
-    match outcome.winner {
-        None => Probabilities {
-            draw: 1.0,
-            ..Probabilities::default()
-        },
-        Some(w) => {
-            let p = Probabilities {
-                win: 1.0,
-                win_mars: if outcome.points >= 2 { 1.0 } else { 0.0 },
-                ..Probabilities::default()
-            };
-            if w == pos.turn {
-                p
-            } else {
-                p.flip()
-            }
-        }
     }
 }
 
@@ -223,6 +202,12 @@ impl PositionEvaluator for Engine {
         on_report: &mut dyn FnMut(&RolloutReport) -> std::ops::ControlFlow<()>,
     ) -> Result<RolloutReport, EvalError> {
         super::rollout::rollout(self, pos, dice, cfg, stop, on_report)
+    }
+}
+
+impl Searcher for Engine {
+    fn search<'a>(&'a self, variant: Variant, stop: StopWhen<'a>) -> Search<'a> {
+        Engine::search(self, variant, stop)
     }
 }
 

@@ -53,9 +53,8 @@
 //! before each turn of each trial, and the report callback, which may ask to stop;
 //! while it waits, the workers stop a few trials ahead (a bounded channel).
 
-use super::engine::Engine;
 use super::sanity;
-use super::search::{outcome_probabilities, roll_weight, with_scratch, Scratch, Search};
+use super::search::{outcome_probabilities, roll_weight, with_scratch, Scratch, Search, Searcher};
 use super::{EvalError, Probabilities, StopWhen};
 use crate::rules::board::Board;
 use crate::rules::movegen::{generate, generate_positions, play_outcome};
@@ -593,7 +592,7 @@ fn exact(
 /// evaluator; [`EvalError::DeadlineExceeded`] / [`EvalError::Cancelled`] when `stop`
 /// says so, after a last report of the trials finished (`done` false).
 pub fn rollout(
-    engine: &Engine,
+    engine: &dyn Searcher,
     pos: &Position,
     dice: Option<Dice>,
     cfg: &RolloutConfig,
@@ -615,21 +614,15 @@ pub fn rollout(
         return Err(RulesError::invalid("trials", "at least 1 trial").into());
     }
     let variant = pos.variant;
-    let evaluator = engine
-        .static_evaluator(variant)
+    let search = engine.search(variant, stop);
+    let evaluator = search
+        .static_eval
         .map_or_else(|| "bearoff-exact".to_string(), |e| e.name(variant));
     if let Some(o) = pos.game_over() {
-        let r = exact(
-            super::engine::outcome_for_turn(pos, &o),
-            0,
-            "game-over",
-            0,
-            None,
-        );
+        let r = exact(sanity::outcome_for_turn(pos, &o), 0, "game-over", 0, None);
         let _ = on_report(&r);
         return Ok(r);
     }
-    let search = engine.search(variant, stop);
     let root = Board::from_position(pos, pos.turn);
     let (start, start_is_root, play) = match dice {
         None => (root, true, None),

@@ -84,6 +84,7 @@ use super::{Evaluator, Probabilities};
 use crate::rules::board::{Board, RelOutcome, BAR, OFF};
 use crate::rules::movegen::{generate_positions, play_outcome};
 use crate::rules::{Dice, Variant, CHECKERS};
+use crate::rules::{Outcome, Position};
 use std::cell::RefCell;
 
 /// Which results the rules still allow for the mover of a board, before it rolls.
@@ -668,6 +669,28 @@ pub fn flip_to_previous_mover(variant: Variant, board: &Board, p: Probabilities)
 #[inline]
 pub fn sane_eval(e: &dyn Evaluator, variant: Variant, board: &Board) -> Probabilities {
     sanitize(variant, board, e.eval_board(variant, board))
+}
+
+/// Probabilities, for the side to move in `pos`, of its finished game's `outcome`.
+pub fn outcome_for_turn(pos: &Position, outcome: &Outcome) -> Probabilities {
+    match outcome.winner {
+        None => Probabilities {
+            draw: 1.0,
+            ..Probabilities::default()
+        },
+        Some(w) => {
+            let p = Probabilities {
+                win: 1.0,
+                win_mars: if outcome.points >= 2 { 1.0 } else { 0.0 },
+                ..Probabilities::default()
+            };
+            if w == pos.turn {
+                p
+            } else {
+                p.flip()
+            }
+        }
+    }
 }
 
 #[cfg(test)]

@@ -145,6 +145,14 @@ pub struct Search<'a> {
     pub stop: StopWhen<'a>,
 }
 
+/// What builds a [`Search`]: the engine's evaluators for a variant
+/// ([`super::engine::Engine`] is one), so that the rollouts of [`super::rollout`]
+/// search with them without depending on the engine.
+pub trait Searcher: Send + Sync {
+    /// A search of `variant` with the given stop conditions.
+    fn search<'a>(&'a self, variant: Variant, stop: StopWhen<'a>) -> Search<'a>;
+}
+
 impl<'a> Search<'a> {
     #[inline]
     fn check_deadline(&self) -> Result<(), EvalError> {

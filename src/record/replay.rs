@@ -2,21 +2,11 @@
 //! play it stands for, the sides, move numbers, cube actions, results and scores
 //! checked.
 
-use super::text::{Cell, RawCell, RawEnd, RawGame, RawRecord};
-use super::{
+use super::model::{
     Action, ActionKind, EndReason, GameEnd, GameInput, GameRecord, MatchRecord, RecordError, Turn,
 };
+use super::text::{Cell, RawCell, RawEnd, RawGame, RawRecord};
 use crate::rules::{self, Dice, PlayInput, Position, RulesError, Side, Variant};
-
-/// One turn given as structured input: the roll and the play in the engine's notation
-/// (the mover's own numbering; `""` or `"pass"` when no move is possible).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TurnInput {
-    /// The roll.
-    pub dice: Dice,
-    /// The play, e.g. `24/18 13/11`, `13/8(2)`, `bar/22*`, `pass`.
-    pub play: String,
-}
 
 /// MAT spellings to the engine's notation: `25` is the bar, `0` is off; `pass`,
 /// `Cannot Move` (eXtremeGammon) and `???` mean no move. Per-die moves (`13/8 13/8`),

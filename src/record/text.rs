@@ -2,7 +2,7 @@
 //! per game the game line, the players line and the cells of the numbered lines. No
 //! rules here: [`super::replay`] checks the plays.
 
-use super::RecordError;
+use super::model::RecordError;
 use crate::rules::{Dice, Side, Variant};
 
 /// A record as laid out, before the plays are checked.

@@ -3,7 +3,7 @@
 //! results and cube actions where GNU Backgammon puts them. The plays are written as
 //! they were read (or in the engine's notation for structured input).
 
-use super::{ActionKind, EndReason, GameRecord, MatchRecord};
+use super::model::{ActionKind, EndReason, GameRecord, MatchRecord};
 use crate::rules::Side;
 use std::fmt::Write as _;
 
