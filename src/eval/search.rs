@@ -154,6 +154,18 @@ pub trait Searcher: Send + Sync {
 }
 
 impl<'a> Search<'a> {
+    /// A search of `variant` with `eval` for contact positions, the exact bear-off
+    /// database, the default move filter and no deadline (the tools' search).
+    pub fn plain(variant: Variant, eval: &'a dyn Evaluator) -> Search<'a> {
+        Search {
+            variant,
+            bearoff: BearoffDb::global(),
+            static_eval: Some(eval),
+            filter: MoveFilter::default(),
+            stop: StopWhen::default(),
+        }
+    }
+
     #[inline]
     fn check_deadline(&self) -> Result<(), EvalError> {
         self.stop.check()
@@ -468,13 +480,7 @@ mod tests {
     use std::time::Instant;
 
     fn search(variant: Variant, e: &dyn Evaluator) -> Search<'_> {
-        Search {
-            variant,
-            bearoff: BearoffDb::global(),
-            static_eval: Some(e),
-            filter: MoveFilter::default(),
-            stop: StopWhen::default(),
-        }
+        Search::plain(variant, e)
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! Who starts and the Tavli match (RULES.md R2).
 
-use super::types::RulesError;
+use super::types::{check_dice, RulesError};
 use super::types::{Outcome, Side, Variant};
 
 /// The result of an opening roll: one die each (R2).
@@ -15,14 +15,7 @@ pub enum OpeningRoll {
 /// R2: the higher die starts; equal dice roll again. Errors name `white_die` or
 /// `black_die` when outside 1..6.
 pub fn resolve_opening_roll(white_die: u8, black_die: u8) -> Result<OpeningRoll, RulesError> {
-    for (field, v) in [("white_die", white_die), ("black_die", black_die)] {
-        if !(1..=6).contains(&v) {
-            return Err(RulesError::invalid(
-                field,
-                format!("die must be 1..6, got {v}"),
-            ));
-        }
-    }
+    check_dice([("white_die", white_die), ("black_die", black_die)])?;
     Ok(match white_die.cmp(&black_die) {
         std::cmp::Ordering::Greater => OpeningRoll::Starts(Side::White),
         std::cmp::Ordering::Less => OpeningRoll::Starts(Side::Black),

@@ -130,17 +130,23 @@ pub struct Dice {
     die2: u8,
 }
 
+/// Checks that each die is 1..6 (R9); the error names the first bad die's field.
+pub(crate) fn check_dice<const N: usize>(dice: [(&str, u8); N]) -> Result<(), RulesError> {
+    for (field, v) in dice {
+        if !(1..=6).contains(&v) {
+            return Err(RulesError::invalid(
+                field,
+                format!("die must be 1..6, got {v}"),
+            ));
+        }
+    }
+    Ok(())
+}
+
 impl Dice {
     /// Builds a roll; errors name the die (`dice.die1`/`dice.die2`) and the reason (R9).
     pub fn new(die1: u8, die2: u8) -> Result<Dice, RulesError> {
-        for (field, v) in [("dice.die1", die1), ("dice.die2", die2)] {
-            if !(1..=6).contains(&v) {
-                return Err(RulesError::invalid(
-                    field,
-                    format!("die must be 1..6, got {v}"),
-                ));
-            }
-        }
+        check_dice([("dice.die1", die1), ("dice.die2", die2)])?;
         Ok(Dice { die1, die2 })
     }
 

@@ -22,3 +22,13 @@ pub mod sgd;
 pub mod strength;
 pub mod supervised;
 pub mod td;
+
+/// SplitMix64 (Steele, Lea and Flood, "Fast splittable pseudorandom number
+/// generators", 2014): independent seeds from one master seed, e.g. the dice of game
+/// `g` from `mix(seed ^ g)`.
+pub fn mix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}

@@ -23,10 +23,10 @@
 //! to make a new evaluator available to the tool.
 
 use super::heuristic::{Heuristic, RandomEvaluator};
-use crate::eval::bearoff::BearoffDb;
+use super::mix;
 use crate::eval::pubeval::PubEval;
-use crate::eval::search::{outcome_probabilities, roll_weight, with_scratch, MoveFilter, Search};
-use crate::eval::{Evaluator, StopWhen, MAX_PLIES};
+use crate::eval::search::{outcome_probabilities, roll_weight, with_scratch, Search};
+use crate::eval::{Evaluator, MAX_PLIES};
 use crate::rules::board::{Board, RelOutcome};
 use crate::rules::movegen::{generate_positions, play_outcome};
 use crate::rules::{Dice, Position, Side, Variant};
@@ -276,24 +276,6 @@ pub struct MatchReport {
     pub reference: String,
 }
 
-/// SplitMix64: derives independent seeds from the master seed.
-fn mix(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
-
-fn search_of(variant: Variant, eval: &dyn Evaluator) -> Search<'_> {
-    Search {
-        variant,
-        bearoff: BearoffDb::global(),
-        static_eval: Some(eval),
-        filter: MoveFilter::default(),
-        stop: StopWhen::default(),
-    }
-}
-
 /// The luck of every roll from `board` (mover to roll) by the reference: returns the
 /// reference's 21 best-play equities, indexed as [`Dice::all_rolls`], and their mean.
 fn roll_values(reference: &Search, board: &Board, plays: &mut Vec<Board>) -> ([f32; 21], f32) {
@@ -352,26 +334,25 @@ fn play_game(
             Strategy::Random => choice_rng.random_range(0..plays.len()),
             Strategy::PubEval { .. } => crate::eval::pubeval::best_play(&board, &plays),
             Strategy::Search { eval, plies } => {
-                let s = search_of(variant, &**eval);
+                let s = Search::plain(variant, &**eval);
                 with_scratch(|sc| s.best_play(sc, &plays, *plies))
                     .expect("a player evaluates every board")
                     .0
             }
         };
         let play = plays[chosen];
-        if let Some(o) = play_outcome(variant, &play) {
-            let p = outcome_probabilities(o);
-            let sign = if mover == Side::White { 1.0 } else { -1.0 };
-            let pts = sign * p.equity();
-            result.points = pts as i8;
-            result.draw = matches!(o, RelOutcome::Draw);
-            result.adjusted = pts as f64 - luck[0] + luck[1];
-            return result;
-        }
-        board = play.mirror(variant);
-        mover = mover.opponent();
-        if let Some((won, o)) = board.game_over_for_mover(variant) {
-            let p = crate::eval::search::game_over_probabilities(won, o);
+        // The game's end, if any: its certain probabilities for `mover`, drawn or not.
+        let end = match play_outcome(variant, &play) {
+            Some(o) => Some((outcome_probabilities(o), o)),
+            None => {
+                board = play.mirror(variant);
+                mover = mover.opponent();
+                board
+                    .game_over_for_mover(variant)
+                    .map(|(won, o)| (crate::eval::search::game_over_probabilities(won, o), o))
+            }
+        };
+        if let Some((p, o)) = end {
             let sign = if mover == Side::White { 1.0 } else { -1.0 };
             let pts = sign * p.equity();
             result.points = pts as i8;
@@ -429,7 +410,7 @@ pub fn run_match(
     std::thread::scope(|scope| {
         let handles: Vec<_> = (0..threads)
             .map(|t| {
-                let reference = search_of(cfg.variant, &**reference);
+                let reference = Search::plain(cfg.variant, &**reference);
                 scope.spawn(move || {
                     (t as u32..cfg.pairs)
                         .step_by(threads)

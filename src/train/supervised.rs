@@ -10,13 +10,13 @@
 
 use super::data::{DataSet, Target};
 use super::sgd::Adam;
-use crate::eval::bearoff::{is_no_contact_bearoff, BearoffDb};
+use crate::eval::bearoff::is_no_contact_bearoff;
 use crate::eval::engine::{variant_index, Engine};
 use crate::eval::features::has_contact;
 use crate::eval::inputs::SparseInputs;
 use crate::eval::net::{to_probabilities, Net, OUTPUTS};
 use crate::eval::rollout::{rollout, Luck, RolloutConfig};
-use crate::eval::search::{game_over_probabilities, with_scratch, MoveFilter, Search};
+use crate::eval::search::{game_over_probabilities, with_scratch, Search};
 use crate::eval::{Evaluator, Probabilities, StopWhen};
 use crate::rules::board::{Board, OFF};
 use crate::rules::movegen::generate;
@@ -29,22 +29,10 @@ use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-/// SplitMix64: independent seeds from one master seed.
-pub fn mix(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
+use super::mix;
 
 fn search(variant: Variant, eval: &dyn Evaluator) -> Search<'_> {
-    Search {
-        variant,
-        bearoff: BearoffDb::global(),
-        static_eval: Some(eval),
-        filter: MoveFilter::default(),
-        stop: StopWhen::default(),
-    }
+    Search::plain(variant, eval)
 }
 
 /// Settings of [`self_play_positions`].

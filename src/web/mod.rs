@@ -35,33 +35,28 @@ struct Asset {
     body: &'static str,
 }
 
+/// An embedded file of `web/`: its path on the page, content type and file name.
+macro_rules! asset {
+    ($path:literal, $content_type:literal, $file:literal) => {
+        Asset {
+            path: $path,
+            content_type: $content_type,
+            body: include_str!(concat!("../../web/", $file)),
+        }
+    };
+}
+
 /// The page's files (`web/` in the repository), embedded at build time.
 const ASSETS: [Asset; 5] = [
-    Asset {
-        path: "/",
-        content_type: "text/html; charset=utf-8",
-        body: include_str!("../../web/index.html"),
-    },
-    Asset {
-        path: "/style.css",
-        content_type: "text/css; charset=utf-8",
-        body: include_str!("../../web/style.css"),
-    },
-    Asset {
-        path: "/app.js",
-        content_type: "text/javascript; charset=utf-8",
-        body: include_str!("../../web/app.js"),
-    },
-    Asset {
-        path: "/board.js",
-        content_type: "text/javascript; charset=utf-8",
-        body: include_str!("../../web/board.js"),
-    },
-    Asset {
-        path: "/grpcweb.js",
-        content_type: "text/javascript; charset=utf-8",
-        body: include_str!("../../web/grpcweb.js"),
-    },
+    asset!("/", "text/html; charset=utf-8", "index.html"),
+    asset!("/style.css", "text/css; charset=utf-8", "style.css"),
+    asset!("/app.js", "text/javascript; charset=utf-8", "app.js"),
+    asset!("/board.js", "text/javascript; charset=utf-8", "board.js"),
+    asset!(
+        "/grpcweb.js",
+        "text/javascript; charset=utf-8",
+        "grpcweb.js"
+    ),
 ];
 
 /// Only the page's own files and its own origin: no inline script, nothing remote.
