@@ -5,10 +5,11 @@
 use super::api::TavliEngineService;
 use super::buffers::Budget;
 use super::conn::{self, ConnLimits, ConnState, Phase, Registry, StreamGuard};
+use super::health::Health;
 use super::limits::{
     AdmissionConfig, AdmissionLayer, DeadlineLayer, DeepSearchLimit, SMALL_MESSAGE_BYTES,
 };
-use super::pb::tavli_engine_server::TavliEngineServer;
+use super::protocol::ContentTypeLayer;
 use super::route::EngineRoutes;
 use super::tls::TlsConfig;
 use super::{pb, readiness, SERVICE_NAME};
@@ -26,6 +27,7 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tonic::body::Body;
 use tonic::codec::CompressionEncoding;
+use tonic_health::pb::health_server::HealthServer;
 use tonic_health::ServingStatus;
 use tower::ServiceExt;
 
@@ -364,9 +366,12 @@ pub async fn serve(
 /// gRPC services: `tavli.v1.TavliEngine`, `grpc.health.v1.Health`,
 /// `grpc.reflection.v1.ServerReflection` and `grpc.reflection.v1alpha.ServerReflection`,
 /// over HTTP/2 (over TLS with `config.tls`) served by hyper with the connection
-/// limits of [`conn`]. Layers, outermost first: metrics and tracing
-/// ([`MetricsLayer`]), the deadline ([`DeadlineLayer`]), admission
-/// ([`AdmissionLayer`]: body, compressed requests inflated, permits, buffers). The
+/// limits of [`conn`] (the age limit included). Layers, outermost first: metrics
+/// and tracing ([`MetricsLayer`]), the content type ([`ContentTypeLayer`]: HTTP 415
+/// for a request that is not gRPC), the deadline ([`DeadlineLayer`]), admission
+/// ([`AdmissionLayer`]: body, one request message, compressed requests inflated,
+/// permits, buffers). Health is [`Health`] (`Watch` of an unknown service kept open;
+/// watches end at shutdown). The
 /// page's gRPC-Web calls go through tonic-web to the same layers (one concurrency
 /// limit, one budget), over HTTP/1.1 connections with their own limits
 /// (`web_max_connections`, `web_idle_timeout`, the handshake and send timeouts).
@@ -392,14 +397,12 @@ pub async fn serve_with_web(
     // Health and reflection: small requests (also when compressed: tonic inflates
     // them up to this limit), compressed ones accepted as everywhere.
     let small = SMALL_MESSAGE_BYTES.min(config.max_message_bytes);
-    let (health, health_service) = tonic_health::server::health_reporter();
-    let health_service = health_service
+    let (health, health_service) = Health::new();
+    let health_service = HealthServer::new(health_service)
         .max_decoding_message_size(small)
         .accept_compressed(CompressionEncoding::Gzip)
         .accept_compressed(CompressionEncoding::Zstd);
-    health
-        .set_serving::<TavliEngineServer<TavliEngineService>>()
-        .await;
+    health.set(SERVICE_NAME, ServingStatus::Serving).await;
     // Both reflection services describe every service, each other included, so that
     // `list` shows the same set whichever version a client speaks.
     let reflection = || {
@@ -450,6 +453,7 @@ pub async fn serve_with_web(
     let stack = move |conn: Arc<ConnState>| {
         tower::ServiceBuilder::new()
             .layer(metrics_layer.clone())
+            .layer(ContentTypeLayer)
             .layer(deadline_layer)
             .layer(admit.for_conn(conn))
             .service(routes.clone())
@@ -613,12 +617,10 @@ pub async fn serve_with_web(
     ready_task.abort();
     let _ = ready_task.await;
     m.ready.set(0);
-    health
-        .set_not_serving::<TavliEngineServer<TavliEngineService>>()
-        .await;
-    health
-        .set_service_status("", ServingStatus::NotServing)
-        .await;
+    health.set(SERVICE_NAME, ServingStatus::NotServing).await;
+    health.set("", ServingStatus::NotServing).await;
+    // Health watches end (after those statuses): they do not hold the drain.
+    health.end_watches();
     let _ = grpc_task.await;
     if let Some(task) = web_task {
         let _ = task.await;
