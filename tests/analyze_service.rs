@@ -5,14 +5,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use std::ops::ControlFlow;
 use tavli_engine::eval::engine::Engine;
-use tavli_engine::eval::rollout::{RolloutConfig, RolloutReport};
-use tavli_engine::eval::{
-    EvalError, EvalOptions, Evaluation, PositionEvaluator, RankedPlay, StopWhen,
-};
 use tavli_engine::record::MatchRecord;
-use tavli_engine::rules::{Dice, Position};
 use tavli_engine::service::pb::analyze_game_response::Item;
 use tavli_engine::service::pb::tavli_engine_client::TavliEngineClient;
 use tavli_engine::service::pb::{self, analyze_game_request::Record};
@@ -21,41 +15,8 @@ use tonic::transport::Channel;
 use tonic::Code;
 use tonic_types::StatusExt;
 
-/// The committed evaluator, counting its calls.
-struct Counting {
-    inner: Engine,
-    calls: Arc<AtomicUsize>,
-}
-
-impl PositionEvaluator for Counting {
-    fn evaluate(&self, pos: &Position, opts: EvalOptions) -> Result<Evaluation, EvalError> {
-        self.calls.fetch_add(1, Ordering::Relaxed);
-        self.inner.evaluate(pos, opts)
-    }
-    fn rank_plays(
-        &self,
-        pos: &Position,
-        dice: Dice,
-        opts: EvalOptions,
-    ) -> Result<Vec<RankedPlay>, EvalError> {
-        self.calls.fetch_add(1, Ordering::Relaxed);
-        self.inner.rank_plays(pos, dice, opts)
-    }
-    fn rollout(
-        &self,
-        pos: &Position,
-        dice: Option<Dice>,
-        cfg: &RolloutConfig,
-        stop: StopWhen<'_>,
-        on_report: &mut dyn FnMut(&RolloutReport) -> ControlFlow<()>,
-    ) -> Result<RolloutReport, EvalError> {
-        self.calls.fetch_add(1, Ordering::Relaxed);
-        self.inner.rollout(pos, dice, cfg, stop, on_report)
-    }
-}
-
 mod common;
-use common::TestServer;
+use common::{Counting, TestServer};
 
 struct Server {
     server: TestServer,

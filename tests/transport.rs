@@ -252,6 +252,40 @@ async fn tls_client_with_the_ca_gets_answers() {
     server.shutdown().await.unwrap();
 }
 
+/// TLS and the connection age: TLS connections get their GOAWAY at the age too
+/// (counted `max_age`, closed once their calls have ended), and a TLS client calling
+/// all along reconnects (a new handshake); every call that reached the server was
+/// answered (`common::call_across_ages`).
+#[tokio::test]
+async fn tls_connections_age_out_and_clients_reconnect() {
+    let ca = TestCa::new("tavli test CA");
+    let server_pem = ca.sign(&["localhost"], true);
+    let server = TestServer::start(ServerConfig {
+        max_connection_age: Some(Duration::from_millis(400)),
+        max_connection_age_grace: Some(Duration::from_secs(1)),
+        ..tls_server_config(&server_pem, None)
+    })
+    .await;
+    let tls = ClientTlsConfig::new().ca_certificate(Certificate::from_pem(ca.pem()));
+    let c = TavliEngineClient::new(connect_tls(&server, tls).await.expect("TLS connect"));
+    let (answered, _) = common::call_across_ages(Duration::from_millis(1500), || {
+        let mut c = c.clone();
+        async move {
+            let resp = c.list_legal_plays(portes_start_plays(3, 1)).await?;
+            assert_eq!(resp.into_inner().plays.len(), 16);
+            Ok(())
+        }
+    })
+    .await;
+    let text = server.metrics_text().await;
+    let ok = "grpc_server_handled_total{grpc_code=\"OK\",grpc_method=\"ListLegalPlays\",grpc_service=\"tavli.v1.TavliEngine\"}";
+    assert_eq!(common::sample(&text, ok), Some(answered as f64));
+    // 1.5 s at 0.36..0.44 s per connection: at least 3 aged out.
+    assert!(server.grpc_closed("max_age", 3).await >= 3);
+    assert_eq!(server.grpc_closed("max_age_grace", 0).await, 0);
+    server.shutdown().await.unwrap();
+}
+
 /// TLS: a client that trusts another CA refuses the server's certificate.
 #[tokio::test]
 async fn tls_client_with_another_ca_refuses_the_server() {

@@ -1,9 +1,10 @@
 //! Tower layers and limits that protect the server (issue #11):
 //!
-//! - [`AdmissionLayer`]: reads a unary request's body (within the request-body
-//!   timeout, charged to the buffers of [`super::buffers`]; a compressed one is
-//!   inflated under the same limits, [`super::inflate`]) and only then takes a
-//!   permit: one of the engine's `--concurrency-limit` for `tavli.v1.TavliEngine`
+//! - [`AdmissionLayer`]: reads a request's body (every method's but reflection's
+//!   bidirectional stream: one message, within the request-body timeout, charged to
+//!   the buffers of [`super::buffers`]; a body with a second message is refused
+//!   `INTERNAL` by [`super::protocol::one_message`]; a compressed one is inflated
+//!   under the same limits, [`super::inflate`]) and only then takes a permit: one of the engine's `--concurrency-limit` for `tavli.v1.TavliEngine`
 //!   (and unknown paths), one of `--streaming-limit` for the long-lived streams
 //!   (health `Watch`, reflection); health `Check` needs none and is not charged to
 //!   the buffers, so probes answer under any load. Engine RPCs first take one of
@@ -26,8 +27,9 @@ use super::buffers::{self, Budget, Charge, ChargedBody};
 use super::conn::{ConnState, StreamGuard};
 use super::error::ServiceError;
 use super::inflate::{inflate_request, Encoding};
+use super::protocol::one_message;
 use crate::eval::{CancelToken, MAX_PLIES};
-use crate::telemetry::Metrics;
+use crate::telemetry::{rpc_labels, Metrics};
 use bytes::{Bytes, BytesMut};
 use http::{Request, Response};
 use http_body::{Body as _, Frame};
@@ -56,10 +58,14 @@ enum Class {
     Streaming,
 }
 
+/// The path of health `Watch`: a stream whose request body (one message) is read
+/// before it takes its permit.
+const HEALTH_WATCH: &str = "/grpc.health.v1.Health/Watch";
+
 fn classify(path: &str) -> Class {
     match path {
         "/grpc.health.v1.Health/Check" | "/grpc.health.v1.Health/List" => Class::Probe,
-        "/grpc.health.v1.Health/Watch" => Class::Streaming,
+        HEALTH_WATCH => Class::Streaming,
         p if p.starts_with("/grpc.reflection.") => Class::Streaming,
         _ => Class::Engine,
     }
@@ -354,6 +360,7 @@ where
 
     fn call(&mut self, req: Request<B>) -> Self::Future {
         let class = classify(req.uri().path());
+        let watch = req.uri().path() == HEALTH_WATCH;
         let evaluate = EVALUATE.contains(&req.uri().path());
         let engine_stream = ENGINE_STREAMS.contains(&req.uri().path());
         let conn = self.layer.1.clone();
@@ -366,18 +373,33 @@ where
         Box::pin(async move {
             let (mut parts, body) = req.into_parts();
             let config = &layer.config;
-            let (body, request_charge) = if class == Class::Streaming {
+            // Every body is read in full but a bidirectional stream's (reflection):
+            // one request message, checked before any work.
+            let (body, request_charge) = if class == Class::Streaming && !watch {
                 (AdmittedBody::Stream(body), None)
             } else {
-                // Health checks are never refused for lack of buffer room; their
-                // messages are small (tonic refuses larger ones from what is read).
+                // Health checks and watches are never refused for lack of buffer room;
+                // their messages are small (tonic refuses larger ones from what is
+                // read).
                 let (budget, max) = match class {
-                    Class::Probe => (None, SMALL_MESSAGE_BYTES.min(config.max_message_bytes)),
-                    _ => (Some(&layer.budget), config.max_message_bytes),
+                    Class::Probe | Class::Streaming => {
+                        (None, SMALL_MESSAGE_BYTES.min(config.max_message_bytes))
+                    }
+                    Class::Engine => (Some(&layer.budget), config.max_message_bytes),
                 };
                 let encoding = Encoding::of(&parts.headers);
                 let read = read_body(body, max, budget, conn.as_ref());
                 let read = tokio::time::timeout(config.body_timeout, read).await;
+                // A second message: a cardinality violation, answered before the
+                // handler runs (unknown methods are tonic's UNIMPLEMENTED).
+                if let Ok(Ok((bytes, _))) = &read {
+                    let path = parts.uri.path();
+                    if rpc_labels(path).1 != "unknown" {
+                        if let Err(status) = one_message(bytes, max, path) {
+                            return Ok(status.into_http());
+                        }
+                    }
+                }
                 let read = match (read, encoding) {
                     // A compressed engine request is inflated now, charged to the
                     // buffers, and goes on uncompressed.

@@ -19,6 +19,9 @@
 //!   a connection's writes sent together, once per poll of its task.
 //! - [`wire`]: the ListLegalPlays response written as protobuf bytes straight from the
 //!   rules core, and [`route`]: the engine service with that method answered from them.
+//! - [`protocol`]: gRPC conformance of requests (HTTP 415 for a content type that is
+//!   not gRPC, one request message per unary or server-streaming call); [`health`]:
+//!   `grpc.health.v1.Health` with `Watch` as `health.proto` describes it.
 //! - [`server`]: [`serve`]: gRPC + health + reflection + `/metrics`, graceful shutdown.
 //! - [`tls`]: TLS and mutual TLS on the gRPC port (flags, PEM files).
 //! - [`json`]: proto3 JSON output (the shape grpcurl prints), for the CLI.
@@ -31,9 +34,11 @@ pub mod conn;
 pub mod convert;
 pub mod error;
 pub mod grpc;
+pub mod health;
 pub mod inflate;
 pub mod json;
 pub mod limits;
+pub mod protocol;
 pub mod readiness;
 pub mod rollout;
 pub mod route;

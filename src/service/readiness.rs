@@ -17,6 +17,7 @@
 
 use super::buffers::Budget;
 use super::conn::{Phase, Registry};
+use super::health::Health;
 use super::limits::{AdmissionLayer, Pressure};
 use super::SERVICE_NAME;
 use crate::telemetry::Metrics;
@@ -24,7 +25,6 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
-use tonic_health::server::HealthReporter;
 use tonic_health::ServingStatus;
 
 /// How long saturation must last before readiness says `NOT_SERVING`.
@@ -49,7 +49,7 @@ pub struct Inputs {
 /// Updates the engine's health status (and `tavli_ready`, `tavli_buffered_bytes`)
 /// every [`CHECK_EVERY`] until the phase leaves [`Phase::Serving`].
 pub async fn run(
-    health: HealthReporter,
+    health: Health,
     inputs: Inputs,
     metrics: Arc<Metrics>,
     phase: watch::Receiver<Phase>,
@@ -93,16 +93,12 @@ pub async fn run(
                 "saturated: requests refused for lack of permits or buffers"
             };
             tracing::warn!(reason, "readiness: {SERVICE_NAME} NOT_SERVING");
-            health
-                .set_service_status(SERVICE_NAME, ServingStatus::NotServing)
-                .await;
+            health.set(SERVICE_NAME, ServingStatus::NotServing).await;
             metrics.ready.set(0);
         } else if !ready && now - calm_since >= CALM_FOR {
             ready = true;
             tracing::info!("readiness: {SERVICE_NAME} SERVING again");
-            health
-                .set_service_status(SERVICE_NAME, ServingStatus::Serving)
-                .await;
+            health.set(SERVICE_NAME, ServingStatus::Serving).await;
             metrics.ready.set(1);
         }
     }

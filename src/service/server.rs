@@ -5,10 +5,11 @@
 use super::api::TavliEngineService;
 use super::buffers::Budget;
 use super::conn::{self, ConnLimits, ConnState, Phase, Registry, StreamGuard};
+use super::health::Health;
 use super::limits::{
     AdmissionConfig, AdmissionLayer, DeadlineLayer, DeepSearchLimit, SMALL_MESSAGE_BYTES,
 };
-use super::pb::tavli_engine_server::TavliEngineServer;
+use super::protocol::ContentTypeLayer;
 use super::route::EngineRoutes;
 use super::tls::TlsConfig;
 use super::{pb, readiness, SERVICE_NAME};
@@ -26,6 +27,7 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tonic::body::Body;
 use tonic::codec::CompressionEncoding;
+use tonic_health::pb::health_server::HealthServer;
 use tonic_health::ServingStatus;
 use tower::ServiceExt;
 
@@ -68,6 +70,16 @@ pub struct ServerConfig {
     /// A connection with no RPC in flight this long is closed with a GOAWAY (default
     /// 300 s).
     pub idle_timeout: Duration,
+    /// A gRPC connection open this long (each connection's own value, jittered by
+    /// ±10 %) gets a GOAWAY, so that clients reconnect and spread over the servers
+    /// there are now (default 120 s; `None`: no limit). grpc-go's
+    /// `MaxConnectionAge` (gRFC A9); see [`conn`].
+    pub max_connection_age: Option<Duration>,
+    /// After that GOAWAY, how long the calls in flight may go on before the
+    /// connection is closed and they are cancelled (default 40 s: the request
+    /// timeout, 30 s, plus the send timeout, 10 s; `None`: no limit). grpc-go's
+    /// `MaxConnectionAgeGrace`.
+    pub max_connection_age_grace: Option<Duration>,
     /// HTTP/2 PING interval (default 60 s); a PING not acknowledged within
     /// `keepalive_timeout` (default 20 s) closes the connection.
     pub keepalive_interval: Duration,
@@ -134,6 +146,8 @@ impl Default for ServerConfig {
             max_concurrent_streams: 100,
             handshake_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(300),
+            max_connection_age: Some(Duration::from_secs(120)),
+            max_connection_age_grace: Some(Duration::from_secs(40)),
             keepalive_interval: Duration::from_secs(60),
             keepalive_timeout: Duration::from_secs(20),
             request_body_timeout: Duration::from_secs(10),
@@ -167,6 +181,8 @@ impl std::fmt::Debug for ServerConfig {
             .field("max_concurrent_streams", &self.max_concurrent_streams)
             .field("handshake_timeout", &self.handshake_timeout)
             .field("idle_timeout", &self.idle_timeout)
+            .field("max_connection_age", &self.max_connection_age)
+            .field("max_connection_age_grace", &self.max_connection_age_grace)
             .field("keepalive_interval", &self.keepalive_interval)
             .field("keepalive_timeout", &self.keepalive_timeout)
             .field("request_body_timeout", &self.request_body_timeout)
@@ -252,6 +268,12 @@ impl ServerConfig {
         }
         secs("handshake-timeout-seconds", self.handshake_timeout, 0.01)?;
         secs("idle-timeout-seconds", self.idle_timeout, 0.01)?;
+        if let Some(t) = self.max_connection_age {
+            secs("max-connection-age-seconds", t, 0.001)?;
+        }
+        if let Some(t) = self.max_connection_age_grace {
+            secs("max-connection-age-grace-seconds", t, 0.001)?;
+        }
         secs("keepalive-interval-seconds", self.keepalive_interval, 0.01)?;
         secs("keepalive-timeout-seconds", self.keepalive_timeout, 0.01)?;
         secs(
@@ -344,9 +366,12 @@ pub async fn serve(
 /// gRPC services: `tavli.v1.TavliEngine`, `grpc.health.v1.Health`,
 /// `grpc.reflection.v1.ServerReflection` and `grpc.reflection.v1alpha.ServerReflection`,
 /// over HTTP/2 (over TLS with `config.tls`) served by hyper with the connection
-/// limits of [`conn`]. Layers, outermost first: metrics and tracing
-/// ([`MetricsLayer`]), the deadline ([`DeadlineLayer`]), admission
-/// ([`AdmissionLayer`]: body, compressed requests inflated, permits, buffers). The
+/// limits of [`conn`] (the age limit included). Layers, outermost first: metrics
+/// and tracing ([`MetricsLayer`]), the content type ([`ContentTypeLayer`]: HTTP 415
+/// for a request that is not gRPC), the deadline ([`DeadlineLayer`]), admission
+/// ([`AdmissionLayer`]: body, one request message, compressed requests inflated,
+/// permits, buffers). Health is [`Health`] (`Watch` of an unknown service kept open;
+/// watches end at shutdown). The
 /// page's gRPC-Web calls go through tonic-web to the same layers (one concurrency
 /// limit, one budget), over HTTP/1.1 connections with their own limits
 /// (`web_max_connections`, `web_idle_timeout`, the handshake and send timeouts).
@@ -372,14 +397,12 @@ pub async fn serve_with_web(
     // Health and reflection: small requests (also when compressed: tonic inflates
     // them up to this limit), compressed ones accepted as everywhere.
     let small = SMALL_MESSAGE_BYTES.min(config.max_message_bytes);
-    let (health, health_service) = tonic_health::server::health_reporter();
-    let health_service = health_service
+    let (health, health_service) = Health::new();
+    let health_service = HealthServer::new(health_service)
         .max_decoding_message_size(small)
         .accept_compressed(CompressionEncoding::Gzip)
         .accept_compressed(CompressionEncoding::Zstd);
-    health
-        .set_serving::<TavliEngineServer<TavliEngineService>>()
-        .await;
+    health.set(SERVICE_NAME, ServingStatus::Serving).await;
     // Both reflection services describe every service, each other included, so that
     // `list` shows the same set whichever version a client speaks.
     let reflection = || {
@@ -430,6 +453,7 @@ pub async fn serve_with_web(
     let stack = move |conn: Arc<ConnState>| {
         tower::ServiceBuilder::new()
             .layer(metrics_layer.clone())
+            .layer(ContentTypeLayer)
             .layer(deadline_layer)
             .layer(admit.for_conn(conn))
             .service(routes.clone())
@@ -464,8 +488,19 @@ pub async fn serve_with_web(
         send_timeout: config.send_timeout,
         max_buffered_bytes: config.max_connection_buffered_bytes,
         max_rpcs: config.connection_concurrency_limit,
+        max_age: None,
+        max_age_grace: None,
     };
-    let grpc_registry = Registry::new("grpc", limits(max_connections), Some(m.clone()));
+    // The age limit is for gRPC clients (long-lived, multiplexed connections).
+    let grpc_registry = Registry::new(
+        "grpc",
+        ConnLimits {
+            max_age: config.max_connection_age,
+            max_age_grace: config.max_connection_age_grace,
+            ..limits(max_connections)
+        },
+        Some(m.clone()),
+    );
     let metrics_registry = Registry::new(
         "metrics",
         limits(config.metrics_max_connections),
@@ -582,12 +617,10 @@ pub async fn serve_with_web(
     ready_task.abort();
     let _ = ready_task.await;
     m.ready.set(0);
-    health
-        .set_not_serving::<TavliEngineServer<TavliEngineService>>()
-        .await;
-    health
-        .set_service_status("", ServingStatus::NotServing)
-        .await;
+    health.set(SERVICE_NAME, ServingStatus::NotServing).await;
+    health.set("", ServingStatus::NotServing).await;
+    // Health watches end (after those statuses): they do not hold the drain.
+    health.end_watches();
     let _ = grpc_task.await;
     if let Some(task) = web_task {
         let _ = task.await;

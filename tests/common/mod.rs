@@ -6,7 +6,17 @@
 #![allow(dead_code)]
 
 use std::net::SocketAddr;
+use std::ops::ControlFlow;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
+
+use tavli_engine::eval::engine::Engine;
+use tavli_engine::eval::rollout::{RolloutConfig, RolloutReport};
+use tavli_engine::eval::{
+    EvalError, EvalOptions, Evaluation, PositionEvaluator, RankedPlay, StopWhen,
+};
+use tavli_engine::rules::{Dice, Position};
 
 use tavli_engine::service::pb::tavli_engine_client::TavliEngineClient;
 use tavli_engine::service::{serve_with_web, ServerConfig};
@@ -121,4 +131,68 @@ pub fn sample(text: &str, line_prefix: &str) -> Option<f64> {
     text.lines()
         .find(|l| l.starts_with(line_prefix) && l[line_prefix.len()..].starts_with(' '))
         .map(|l| l[line_prefix.len()..].trim().parse().unwrap())
+}
+
+/// Calls `call` every 20 ms for `span`, on a client whose connections the server
+/// closes by age. A call may fail only as one that tonic handed to a connection at
+/// the moment its GOAWAY arrived: h2 refuses it on the client, before it is sent
+/// (`CANCELLED` "operation was canceled", or `UNAVAILABLE`); grpc-go and grpc-java
+/// retry such a call by themselves (gRFC A6, transparent retry), tonic does not, so
+/// it is retried here once and must then be answered. Returns (calls answered,
+/// calls retried); the caller checks on the server that every call it started was
+/// answered, i.e. that the retried ones never reached it.
+pub async fn call_across_ages<F, Fut>(span: Duration, mut call: F) -> (usize, usize)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<(), tonic::Status>>,
+{
+    let t = std::time::Instant::now();
+    let (mut answered, mut retried) = (0, 0);
+    while t.elapsed() < span {
+        if let Err(s) = call().await {
+            assert!(
+                matches!(s.code(), tonic::Code::Cancelled | tonic::Code::Unavailable),
+                "call {answered} after {:?}: {s:?}",
+                t.elapsed()
+            );
+            retried += 1;
+            call()
+                .await
+                .unwrap_or_else(|s| panic!("retried call after {:?}: {s:?}", t.elapsed()));
+        }
+        answered += 1;
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    (answered, retried)
+}
+
+/// What [`PositionEvaluator::rank_plays`] answers.
+pub type Ranked = Result<Vec<RankedPlay>, EvalError>;
+
+/// The committed evaluator, counting its calls (evaluations, rankings, rollouts).
+pub struct Counting {
+    pub inner: Engine,
+    pub calls: Arc<AtomicUsize>,
+}
+
+impl PositionEvaluator for Counting {
+    fn evaluate(&self, pos: &Position, opts: EvalOptions) -> Result<Evaluation, EvalError> {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        self.inner.evaluate(pos, opts)
+    }
+    fn rank_plays(&self, pos: &Position, dice: Dice, opts: EvalOptions) -> Ranked {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        self.inner.rank_plays(pos, dice, opts)
+    }
+    fn rollout(
+        &self,
+        pos: &Position,
+        dice: Option<Dice>,
+        cfg: &RolloutConfig,
+        stop: StopWhen<'_>,
+        on_report: &mut dyn FnMut(&RolloutReport) -> ControlFlow<()>,
+    ) -> Result<RolloutReport, EvalError> {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        self.inner.rollout(pos, dice, cfg, stop, on_report)
+    }
 }
