@@ -152,6 +152,16 @@ struct ServeArgs {
     #[arg(long, env = "TAVLI_IDLE_TIMEOUT_SECONDS", value_parser = seconds,
           default_value_t = defaults().idle_timeout.as_secs_f64())]
     idle_timeout_seconds: f64,
+    /// Seconds a gRPC connection may stay open (each connection ±10 %): then GOAWAY,
+    /// and the client reconnects, to a new server too (0: no limit).
+    #[arg(long, env = "TAVLI_MAX_CONNECTION_AGE_SECONDS", value_parser = seconds,
+          default_value_t = off_or_secs(defaults().max_connection_age))]
+    max_connection_age_seconds: f64,
+    /// Seconds the calls in flight may go on after that GOAWAY; then the connection
+    /// is closed and they are cancelled (0: no limit).
+    #[arg(long, env = "TAVLI_MAX_CONNECTION_AGE_GRACE_SECONDS", value_parser = seconds,
+          default_value_t = off_or_secs(defaults().max_connection_age_grace))]
+    max_connection_age_grace_seconds: f64,
     /// Seconds between HTTP/2 PINGs the server sends.
     #[arg(long, env = "TAVLI_KEEPALIVE_INTERVAL_SECONDS", value_parser = seconds,
           default_value_t = defaults().keepalive_interval.as_secs_f64())]
@@ -223,6 +233,11 @@ struct ServeArgs {
 /// The server's defaults (one source for the flags and the library).
 fn defaults() -> ServerConfig {
     ServerConfig::default()
+}
+
+/// An optional duration as a flag's default: its seconds, 0 for none.
+fn off_or_secs(d: Option<Duration>) -> f64 {
+    d.map_or(0.0, |d| d.as_secs_f64())
 }
 
 /// A number of seconds: finite, 0 to one day.
@@ -402,7 +417,9 @@ fn emit(text: String) -> Result<(), BoxError> {
 
 fn serve(args: ServeArgs) -> Result<(), BoxError> {
     let secs = Duration::from_secs_f64;
-    let timeout = (args.request_timeout_seconds > 0.0).then(|| secs(args.request_timeout_seconds));
+    // 0: no limit.
+    let off_or = |s: f64| (s > 0.0).then(|| secs(s));
+    let timeout = off_or(args.request_timeout_seconds);
     let config = ServerConfig {
         drain: Duration::from_secs(args.drain_seconds),
         max_message_bytes: args.max_message_bytes,
@@ -414,6 +431,8 @@ fn serve(args: ServeArgs) -> Result<(), BoxError> {
         max_concurrent_streams: args.max_concurrent_streams,
         handshake_timeout: secs(args.handshake_timeout_seconds),
         idle_timeout: secs(args.idle_timeout_seconds),
+        max_connection_age: off_or(args.max_connection_age_seconds),
+        max_connection_age_grace: off_or(args.max_connection_age_grace_seconds),
         keepalive_interval: secs(args.keepalive_interval_seconds),
         keepalive_timeout: secs(args.keepalive_timeout_seconds),
         request_body_timeout: secs(args.request_body_timeout_seconds),

@@ -374,6 +374,8 @@ fn case8_bad_settings_exit_2() {
         &["--max-connection-buffered-bytes", "1000"],
         &["--send-timeout-seconds", "0"],
         &["--idle-timeout-seconds=-3"],
+        &["--max-connection-age-seconds=-1"],
+        &["--max-connection-age-grace-seconds", "inf"],
         &["--handshake-timeout-seconds", "nan"],
         &["--keepalive-interval-seconds", "0"],
         &["--request-body-timeout-seconds", "inf"],

@@ -252,6 +252,39 @@ async fn tls_client_with_the_ca_gets_answers() {
     server.shutdown().await.unwrap();
 }
 
+/// TLS and the connection age: TLS connections get their GOAWAY at the age too
+/// (counted `max_age`, closed once their calls have ended), and a TLS client calling
+/// all along reconnects (a new handshake) with every call answered.
+#[tokio::test]
+async fn tls_connections_age_out_and_clients_reconnect() {
+    let ca = TestCa::new("tavli test CA");
+    let server_pem = ca.sign(&["localhost"], true);
+    let server = TestServer::start(ServerConfig {
+        max_connection_age: Some(Duration::from_millis(400)),
+        max_connection_age_grace: Some(Duration::from_secs(1)),
+        ..tls_server_config(&server_pem, None)
+    })
+    .await;
+    let tls = ClientTlsConfig::new().ca_certificate(Certificate::from_pem(ca.pem()));
+    let mut c = TavliEngineClient::new(connect_tls(&server, tls).await.expect("TLS connect"));
+    let t = std::time::Instant::now();
+    let mut calls = 0;
+    while t.elapsed() < Duration::from_millis(1500) {
+        let resp = c
+            .list_legal_plays(portes_start_plays(3, 1))
+            .await
+            .unwrap_or_else(|s| panic!("call {calls} after {:?}: {s:?}", t.elapsed()))
+            .into_inner();
+        assert_eq!(resp.plays.len(), 16);
+        calls += 1;
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // 1.5 s at 0.36..0.44 s per connection: at least 3 aged out.
+    assert!(server.grpc_closed("max_age", 3).await >= 3);
+    assert_eq!(server.grpc_closed("max_age_grace", 0).await, 0);
+    server.shutdown().await.unwrap();
+}
+
 /// TLS: a client that trusts another CA refuses the server's certificate.
 #[tokio::test]
 async fn tls_client_with_another_ca_refuses_the_server() {

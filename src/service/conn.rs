@@ -23,6 +23,12 @@
 //! - **Send stall**: a connection holding a response that has not been written within
 //!   [`ConnLimits::send_timeout`] (a client that stopped reading, or a zero flow-control
 //!   window) is closed; that frees the response's bytes. See [`super::buffers`].
+//! - **Age**: a connection open for [`ConnLimits::max_age`] (each connection's own
+//!   value, jittered by ±10 %) gets a GOAWAY; its calls in flight may finish within
+//!   [`ConnLimits::max_age_grace`], then it is closed and the calls still running are
+//!   cancelled. These are grpc-go's `MaxConnectionAge` and `MaxConnectionAgeGrace`
+//!   (gRFC A9, "Server-side Connection Management"): clients reconnect, so that the
+//!   connections of long-lived clients spread over new servers.
 //!
 //! Each connection carries a [`ConnState`], given to the admission layer built for the
 //! connection: streams in flight and bytes buffered for it.
@@ -58,6 +64,20 @@ pub struct ConnLimits {
     /// Engine RPCs of one connection between admission and the end of writing their
     /// response (see [`ConnState::rpc_slot`]).
     pub max_rpcs: usize,
+    /// Time from the accept after which a connection gets a GOAWAY, before a jitter
+    /// of ±10 % ([`jittered`]); `None`: no limit.
+    pub max_age: Option<Duration>,
+    /// Time after that GOAWAY after which the connection is closed, its calls still
+    /// in flight cancelled; `None`: no limit (the connection stays until its calls
+    /// have ended).
+    pub max_age_grace: Option<Duration>,
+}
+
+/// `d` times a factor drawn uniformly from [0.9, 1.1): the age limit of one
+/// connection, so that connections opened together (after a restart) do not all
+/// reconnect at once (grpc-go adds the same ±10 %).
+pub fn jittered(d: Duration) -> Duration {
+    d.mul_f64(rand::random_range(0.9..1.1))
 }
 
 /// Phases of the server, sent to accept loops and connections.
@@ -167,6 +187,8 @@ enum CloseReason {
     Evicted,
     Refused,
     TlsHandshake,
+    MaxAge,
+    MaxAgeGrace,
 }
 
 impl CloseReason {
@@ -178,6 +200,8 @@ impl CloseReason {
             CloseReason::Evicted => "evicted",
             CloseReason::Refused => "refused",
             CloseReason::TlsHandshake => "tls_handshake",
+            CloseReason::MaxAge => "max_age",
+            CloseReason::MaxAgeGrace => "max_age_grace",
         }
     }
 }
@@ -753,6 +777,16 @@ async fn drive<C, F, G>(
     // must be gone (1 s for an idle one, 250 ms for one evicted to make room).
     let mut closing_by: Option<Instant> = None;
     let mut draining = false;
+    // The connection's age limit: the GOAWAY at `age_at`, then (`aged`) the end of
+    // the grace, when the calls still in flight are cut.
+    let limits = registry.limits;
+    let mut age_at = limits
+        .max_age
+        .map(|a| tokio::time::Instant::from_std(state.opened + jittered(a)));
+    let mut aged = false;
+    let mut cut = false;
+    let age_timer = tokio::time::sleep_until(age_at.unwrap_or_else(tokio::time::Instant::now));
+    tokio::pin!(age_timer);
     loop {
         tokio::select! {
             _ = &mut conn => break,
@@ -772,9 +806,34 @@ async fn drive<C, F, G>(
                         if !draining {
                             draining = true;
                             graceful(conn.conn());
+                            // The drain bounds the calls now; a grace already
+                            // running still ends when it ends.
+                            if !aged {
+                                age_at = None;
+                            }
                         }
                     }
                     Phase::Stopped => break,
+                }
+            }
+            () = &mut age_timer, if age_at.is_some() => {
+                if aged {
+                    // The grace is over: close, cancelling the calls in flight.
+                    cut = true;
+                    break;
+                }
+                aged = true;
+                state.closing.store(true, Ordering::Relaxed);
+                if !state.preface.load(Ordering::Relaxed) {
+                    break;
+                }
+                tracing::debug!(listener = registry.name, conn = state.id, "connection age reached: GOAWAY");
+                graceful(conn.conn());
+                age_at = limits
+                    .max_age_grace
+                    .map(|g| tokio::time::Instant::now() + g);
+                if let Some(t) = age_at {
+                    age_timer.as_mut().reset(t);
                 }
             }
             _ = tick.tick() => {
@@ -786,11 +845,16 @@ async fn drive<C, F, G>(
                 }
                 match registry.verdict(&state) {
                     None => {}
+                    // After the age's GOAWAY the connection closes by itself once
+                    // idle; a stalled send still closes it at once.
+                    Some((_, true)) if aged => {}
                     Some((reason, polite)) => {
                         registry.count_close(reason);
                         tracing::debug!(listener = registry.name, conn = state.id, reason = reason.label(), "closing connection");
                         state.closing.store(true, Ordering::Relaxed);
                         if !polite {
+                            // Counted for this reason, not for its age.
+                            aged = false;
                             break;
                         }
                         graceful(conn.conn());
@@ -798,6 +862,20 @@ async fn drive<C, F, G>(
                     }
                 }
             }
+        }
+    }
+    if aged {
+        registry.count_close(if cut {
+            CloseReason::MaxAgeGrace
+        } else {
+            CloseReason::MaxAge
+        });
+        if cut {
+            tracing::debug!(
+                listener = registry.name,
+                conn = state.id,
+                "connection age grace over: closing with calls in flight"
+            );
         }
     }
     registry.unregister(&state);
@@ -839,4 +917,26 @@ pub fn raise_fd_limit() -> Option<u64> {
         }
     }
     (r.rlim_cur != libc::RLIM_INFINITY).then_some(r.rlim_cur as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every connection's age limit is within ±10 % of the setting, and they differ
+    /// (gRFC A9: spread the reconnections).
+    #[test]
+    fn age_limits_are_jittered_by_ten_percent() {
+        let d = Duration::from_secs(100);
+        let ages: Vec<Duration> = (0..1000).map(|_| jittered(d)).collect();
+        assert!(ages
+            .iter()
+            .all(|a| *a >= Duration::from_secs(90) && *a < Duration::from_secs(110)));
+        let lo = ages.iter().min().unwrap();
+        let hi = ages.iter().max().unwrap();
+        // 1000 uniform draws over 20 s: the extremes are within 0.5 s of the ends
+        // but for a chance of about 2 × 0.975^1000 (1e-11).
+        assert!(*lo < Duration::from_millis(90_500), "{lo:?}");
+        assert!(*hi > Duration::from_millis(109_500), "{hi:?}");
+    }
 }

@@ -68,6 +68,16 @@ pub struct ServerConfig {
     /// A connection with no RPC in flight this long is closed with a GOAWAY (default
     /// 300 s).
     pub idle_timeout: Duration,
+    /// A gRPC connection open this long (each connection's own value, jittered by
+    /// ±10 %) gets a GOAWAY, so that clients reconnect and spread over the servers
+    /// there are now (default 120 s; `None`: no limit). grpc-go's
+    /// `MaxConnectionAge` (gRFC A9); see [`conn`].
+    pub max_connection_age: Option<Duration>,
+    /// After that GOAWAY, how long the calls in flight may go on before the
+    /// connection is closed and they are cancelled (default 40 s: the request
+    /// timeout, 30 s, plus the send timeout, 10 s; `None`: no limit). grpc-go's
+    /// `MaxConnectionAgeGrace`.
+    pub max_connection_age_grace: Option<Duration>,
     /// HTTP/2 PING interval (default 60 s); a PING not acknowledged within
     /// `keepalive_timeout` (default 20 s) closes the connection.
     pub keepalive_interval: Duration,
@@ -134,6 +144,8 @@ impl Default for ServerConfig {
             max_concurrent_streams: 100,
             handshake_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(300),
+            max_connection_age: Some(Duration::from_secs(120)),
+            max_connection_age_grace: Some(Duration::from_secs(40)),
             keepalive_interval: Duration::from_secs(60),
             keepalive_timeout: Duration::from_secs(20),
             request_body_timeout: Duration::from_secs(10),
@@ -167,6 +179,8 @@ impl std::fmt::Debug for ServerConfig {
             .field("max_concurrent_streams", &self.max_concurrent_streams)
             .field("handshake_timeout", &self.handshake_timeout)
             .field("idle_timeout", &self.idle_timeout)
+            .field("max_connection_age", &self.max_connection_age)
+            .field("max_connection_age_grace", &self.max_connection_age_grace)
             .field("keepalive_interval", &self.keepalive_interval)
             .field("keepalive_timeout", &self.keepalive_timeout)
             .field("request_body_timeout", &self.request_body_timeout)
@@ -252,6 +266,12 @@ impl ServerConfig {
         }
         secs("handshake-timeout-seconds", self.handshake_timeout, 0.01)?;
         secs("idle-timeout-seconds", self.idle_timeout, 0.01)?;
+        if let Some(t) = self.max_connection_age {
+            secs("max-connection-age-seconds", t, 0.001)?;
+        }
+        if let Some(t) = self.max_connection_age_grace {
+            secs("max-connection-age-grace-seconds", t, 0.001)?;
+        }
         secs("keepalive-interval-seconds", self.keepalive_interval, 0.01)?;
         secs("keepalive-timeout-seconds", self.keepalive_timeout, 0.01)?;
         secs(
@@ -464,8 +484,19 @@ pub async fn serve_with_web(
         send_timeout: config.send_timeout,
         max_buffered_bytes: config.max_connection_buffered_bytes,
         max_rpcs: config.connection_concurrency_limit,
+        max_age: None,
+        max_age_grace: None,
     };
-    let grpc_registry = Registry::new("grpc", limits(max_connections), Some(m.clone()));
+    // The age limit is for gRPC clients (long-lived, multiplexed connections).
+    let grpc_registry = Registry::new(
+        "grpc",
+        ConnLimits {
+            max_age: config.max_connection_age,
+            max_age_grace: config.max_connection_age_grace,
+            ..limits(max_connections)
+        },
+        Some(m.clone()),
+    );
     let metrics_registry = Registry::new(
         "metrics",
         limits(config.metrics_max_connections),

@@ -388,6 +388,96 @@ pub fn grpc_request(addr: SocketAddr, path: &str) -> http::Request<()> {
         .unwrap()
 }
 
+/// The answer of one stream: the HTTP status, the response headers, the DATA
+/// received and the trailers (none for a trailers-only answer).
+#[derive(Debug)]
+pub struct H2Answer {
+    pub status: u16,
+    pub headers: http::HeaderMap,
+    pub data: Bytes,
+    pub trailers: Option<http::HeaderMap>,
+}
+
+impl H2Answer {
+    /// `grpc-status` (of the trailers, else of a trailers-only answer's headers).
+    pub fn grpc_status(&self) -> Option<&str> {
+        self.trailers
+            .as_ref()
+            .and_then(|t| t.get("grpc-status"))
+            .or_else(|| self.headers.get("grpc-status"))
+            .and_then(|v| v.to_str().ok())
+    }
+
+    /// `grpc-message`, percent-decoded as far as these tests need (`%20`, `%3A`...).
+    pub fn grpc_message(&self) -> String {
+        let raw = self
+            .trailers
+            .as_ref()
+            .and_then(|t| t.get("grpc-message"))
+            .or_else(|| self.headers.get("grpc-message"))
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("");
+        let mut out = Vec::new();
+        let b = raw.as_bytes();
+        let mut i = 0;
+        while i < b.len() {
+            match (b[i], b.get(i + 1..i + 3)) {
+                (b'%', Some(h)) => {
+                    let hex = std::str::from_utf8(h).unwrap();
+                    out.push(u8::from_str_radix(hex, 16).unwrap());
+                    i += 3;
+                }
+                (c, _) => {
+                    out.push(c);
+                    i += 1;
+                }
+            }
+        }
+        String::from_utf8(out).unwrap()
+    }
+
+    /// The messages of a gRPC response body (each without its 5-byte prefix).
+    pub fn messages(&self) -> Vec<Bytes> {
+        let mut out = Vec::new();
+        let mut rest = self.data.clone();
+        while rest.len() >= 5 {
+            let n = u32::from_be_bytes([rest[1], rest[2], rest[3], rest[4]]) as usize;
+            out.push(rest.slice(5..5 + n));
+            rest = rest.slice(5 + n..);
+        }
+        out
+    }
+}
+
+/// Sends `req` with `body` (END_STREAM after it) on `send` and reads the whole
+/// answer.
+pub async fn h2_call(
+    send: &h2::client::SendRequest<Bytes>,
+    req: http::Request<()>,
+    body: Bytes,
+) -> Result<H2Answer, h2::Error> {
+    let mut send = send.clone().ready().await?;
+    let (resp, mut stream) = send.send_request(req, false)?;
+    // The server may answer (and close the stream) before the DATA goes out.
+    let _ = stream.send_data(body, true);
+    let resp = resp.await?;
+    let status = resp.status().as_u16();
+    let (parts, mut recv) = resp.into_parts();
+    let mut data = Vec::new();
+    while let Some(chunk) = recv.data().await {
+        let chunk = chunk?;
+        let _ = recv.flow_control().release_capacity(chunk.len());
+        data.extend_from_slice(&chunk);
+    }
+    let trailers = recv.trailers().await?;
+    Ok(H2Answer {
+        status,
+        headers: parts.headers,
+        data: data.into(),
+        trailers,
+    })
+}
+
 /// An h2 client connection; `window` sets the initial stream window
 /// (`SETTINGS_INITIAL_WINDOW_SIZE`; 0: the server may send no DATA).
 pub async fn h2_connect(

@@ -1,0 +1,291 @@
+//! The maximum connection age (`--max-connection-age-seconds`,
+//! `--max-connection-age-grace-seconds`; grpc-go's `MaxConnectionAge` and
+//! `MaxConnectionAgeGrace`, gRFC A9) on the real server
+//! (`tavli_engine::service::serve_with_web` on ephemeral loopback ports): the GOAWAY
+//! seen with the `h2` crate, calls that finish within the grace, calls cut at its end
+//! (their work stopped), clients that reconnect, and the age with the SIGTERM drain.
+//! The TLS case is in `tests/transport.rs`.
+
+mod attack;
+mod common;
+
+use bytes::Bytes;
+use prost::Message as _;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tavli_engine::eval::{
+    EvalError, EvalOptions, Evaluation, PositionEvaluator, Probabilities, RankedPlay,
+};
+use tavli_engine::rules::{Dice, Position};
+use tavli_engine::service::pb;
+use tavli_engine::service::ServerConfig;
+
+use attack::{grpc_frame, grpc_request, h2_call, h2_connect};
+use common::{sample, TestServer, PORTES_START};
+
+/// At 1 ply: sleeps `slow` (the call in flight that finishes within the grace); at
+/// 2 plies: runs until cancelled and records when (the call cut at the grace's end).
+struct AgeEvaluator {
+    slow: Duration,
+    stopped: Mutex<Option<Instant>>,
+}
+
+impl PositionEvaluator for AgeEvaluator {
+    fn evaluate(&self, pos: &Position, opts: EvalOptions) -> Result<Evaluation, EvalError> {
+        pos.validate_playable()?;
+        let start = Instant::now();
+        loop {
+            if let Err(e) = opts.check() {
+                *self.stopped.lock().unwrap() = Some(Instant::now());
+                return Err(e);
+            }
+            if opts.plies < 2 && start.elapsed() >= self.slow {
+                let probabilities = Probabilities {
+                    win: 0.5,
+                    win_mars: 0.125,
+                    lose_mars: 0.25,
+                    draw: 0.0,
+                };
+                return Ok(Evaluation {
+                    probabilities,
+                    equity: probabilities.equity(),
+                    evaluator: "test-age".into(),
+                    plies: opts.plies,
+                });
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    fn rank_plays(
+        &self,
+        pos: &Position,
+        _dice: Dice,
+        opts: EvalOptions,
+    ) -> Result<Vec<RankedPlay>, EvalError> {
+        self.evaluate(pos, opts).map(|_| Vec::new())
+    }
+}
+
+/// A server whose connections get their GOAWAY after `age` (±10 %) and are closed
+/// `grace` later, with an [`AgeEvaluator`] whose 1-ply calls take `slow`.
+async fn server(age: f64, grace: f64, slow: Duration) -> (TestServer, Arc<AgeEvaluator>) {
+    let eval = Arc::new(AgeEvaluator {
+        slow,
+        stopped: Mutex::new(None),
+    });
+    let config = ServerConfig {
+        max_connection_age: Some(Duration::from_secs_f64(age)),
+        max_connection_age_grace: Some(Duration::from_secs_f64(grace)),
+        evaluator: Some(eval.clone()),
+        deep_search_limit: 4,
+        ..ServerConfig::default()
+    };
+    (TestServer::start(config).await, eval)
+}
+
+/// `Evaluate` of the Portes start (no dice) at `plies`, as a gRPC request body.
+fn evaluate(plies: u32) -> Bytes {
+    grpc_frame(&pb::EvaluateRequest {
+        position: Some(pb::evaluate_request::Position::PositionId(
+            PORTES_START.into(),
+        )),
+        dice: None,
+        plies,
+    })
+}
+
+/// Waits until `send`'s connection has received a GOAWAY (a new stream is then
+/// refused by h2 with the GOAWAY as its error); at most `within`.
+async fn wait_goaway(send: &h2::client::SendRequest<Bytes>, within: Duration) -> Option<Instant> {
+    let give_up = Instant::now() + within;
+    while Instant::now() < give_up {
+        if let Err(e) = send.clone().ready().await {
+            assert!(e.is_go_away() && e.is_remote(), "{e:?}");
+            assert_eq!(e.reason(), Some(h2::Reason::NO_ERROR), "{e:?}");
+            return Some(Instant::now());
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    None
+}
+
+/// `tavli_connections_closed_total{listener="grpc",reason}` once it reaches `want`
+/// (at most 2 s), else its last value.
+async fn closed(server: &TestServer, reason: &str, want: f64) -> f64 {
+    let key = format!("tavli_connections_closed_total{{listener=\"grpc\",reason=\"{reason}\"}}");
+    let mut n = 0.0;
+    for _ in 0..40 {
+        n = sample(&server.metrics_text().await, &key).unwrap_or(0.0);
+        if n >= want {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    n
+}
+
+/// Age 1 s, grace 2 s: the connection gets its GOAWAY after 0.9..1.1 s; a call in
+/// flight then (1.5 s long) finishes OK within the grace; a call still running at
+/// the grace's end is cut (the client sees the connection end) and its search stops
+/// at once; the connection is counted as `max_age_grace`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn goaway_at_the_age_then_calls_cut_after_the_grace() {
+    let (server, eval) = server(1.0, 2.0, Duration::from_millis(1500)).await;
+    let _ = server.channel().await; // the server is up
+    let t0 = Instant::now();
+    let send = h2_connect(server.grpc, None).await.unwrap();
+    let path = "/tavli.v1.TavliEngine/Evaluate";
+    let (s1, s2) = (send.clone(), send.clone());
+    let addr = server.grpc;
+    let finishing = tokio::spawn(async move {
+        let r = h2_call(&s1, grpc_request(addr, path), evaluate(1)).await;
+        (r, Instant::now())
+    });
+    let endless = tokio::spawn(async move {
+        let r = h2_call(&s2, grpc_request(addr, path), evaluate(2)).await;
+        (r, Instant::now())
+    });
+
+    let goaway = wait_goaway(&send, Duration::from_secs(3))
+        .await
+        .expect("a GOAWAY within 3 s");
+    let age = goaway - t0;
+    assert!(
+        age >= Duration::from_millis(880) && age <= Duration::from_millis(1250),
+        "GOAWAY after {age:?} (age 1 s ± 10 %)"
+    );
+
+    // Started before the GOAWAY, finished after it, within the grace: OK.
+    let (r, done) = finishing.await.unwrap();
+    let r = r.expect("the call within the grace is answered");
+    assert_eq!(r.grpc_status(), Some("0"), "{r:?}");
+    let answer = pb::EvaluateResponse::decode(r.messages()[0].clone()).unwrap();
+    assert_eq!((answer.evaluator.as_str(), answer.plies), ("test-age", 1));
+    assert!(
+        done > goaway,
+        "answered {:?} after the GOAWAY",
+        done - goaway
+    );
+
+    // Still running when the grace ends: the connection is closed under it.
+    let (r, cut) = endless.await.unwrap();
+    assert!(r.is_err(), "the endless call ended with {r:?}");
+    let after = cut - goaway;
+    assert!(
+        after >= Duration::from_millis(1900) && after <= Duration::from_millis(2500),
+        "cut {after:?} after the GOAWAY (grace 2 s)"
+    );
+    // Its search stopped with the connection.
+    let mut stopped = None;
+    for _ in 0..100 {
+        stopped = *eval.stopped.lock().unwrap();
+        if stopped.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let stopped = stopped.expect("the cut call's search stopped");
+    assert!(
+        stopped >= goaway + Duration::from_millis(1900)
+            && stopped <= cut + Duration::from_millis(500),
+        "search stopped {:?} after the GOAWAY",
+        stopped - goaway
+    );
+    assert_eq!(closed(&server, "max_age_grace", 1.0).await, 1.0);
+    assert_eq!(closed(&server, "max_age", 0.0).await, 0.0);
+    server.shutdown().await.unwrap();
+}
+
+/// A connection with no call in flight at its age closes right after the GOAWAY
+/// (counted `max_age`); a tonic client calling all along reconnects by itself and
+/// every call is answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clients_reconnect_across_ages_without_errors() {
+    let (server, _) = server(0.4, 1.0, Duration::ZERO).await;
+    let mut c = server.client().await;
+    let t = Instant::now();
+    let mut calls = 0;
+    while t.elapsed() < Duration::from_millis(2200) {
+        let r = c
+            .get_starting_position(pb::GetStartingPositionRequest {
+                variant: pb::Variant::Portes as i32,
+                side_to_move: 0,
+            })
+            .await
+            .unwrap_or_else(|s| panic!("call {calls} after {:?}: {s:?}", t.elapsed()))
+            .into_inner();
+        assert_eq!(r.position.unwrap().position_id, PORTES_START);
+        calls += 1;
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(calls >= 50, "{calls} calls");
+    // 2.2 s at 0.36..0.44 s per connection: at least 4 connections aged out.
+    let aged = closed(&server, "max_age", 4.0).await;
+    assert!(aged >= 4.0, "{aged} connections closed by age");
+    assert_eq!(closed(&server, "max_age_grace", 0.0).await, 0.0);
+    server.shutdown().await.unwrap();
+}
+
+/// SIGTERM while an aged connection is in its grace: the drain bounds the call (it
+/// is cancelled when the drain ends, before the grace would) and serve returns in
+/// time; with no age limit (`None`) a connection gets no GOAWAY.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_drain_bounds_a_connection_in_its_grace() {
+    let eval = Arc::new(AgeEvaluator {
+        slow: Duration::ZERO,
+        stopped: Mutex::new(None),
+    });
+    let server = TestServer::start(ServerConfig {
+        max_connection_age: Some(Duration::from_millis(500)),
+        max_connection_age_grace: Some(Duration::from_secs(20)),
+        drain: Duration::from_secs(1),
+        evaluator: Some(eval.clone()),
+        ..ServerConfig::default()
+    })
+    .await;
+    let _ = server.channel().await;
+    let send = h2_connect(server.grpc, None).await.unwrap();
+    let s = send.clone();
+    let addr = server.grpc;
+    let endless = tokio::spawn(async move {
+        h2_call(
+            &s,
+            grpc_request(addr, "/tavli.v1.TavliEngine/Evaluate"),
+            evaluate(2),
+        )
+        .await
+    });
+    wait_goaway(&send, Duration::from_secs(2))
+        .await
+        .expect("a GOAWAY within 2 s");
+    let t = Instant::now();
+    server.shutdown().await.unwrap();
+    let took = t.elapsed();
+    assert!(
+        took >= Duration::from_millis(900) && took < Duration::from_millis(2000),
+        "serve returned {took:?} after the shutdown (drain 1 s, grace 20 s)"
+    );
+    // The drain's end cancels the search, which answers UNAVAILABLE.
+    let r = endless
+        .await
+        .unwrap()
+        .expect("an answer before the connection closes");
+    assert_eq!(r.grpc_status(), Some("14"), "{r:?}");
+    assert_eq!(
+        r.grpc_message(),
+        "the server is shutting down: evaluation stopped; retry"
+    );
+    assert!(eval.stopped.lock().unwrap().is_some());
+
+    // No age limit: no GOAWAY.
+    let server = TestServer::start(ServerConfig {
+        max_connection_age: None,
+        ..ServerConfig::default()
+    })
+    .await;
+    let _ = server.channel().await;
+    let send = h2_connect(server.grpc, None).await.unwrap();
+    assert_eq!(wait_goaway(&send, Duration::from_millis(1500)).await, None);
+    server.shutdown().await.unwrap();
+}
