@@ -435,6 +435,13 @@ def main():
         action="store_true",
         help="through haproxy, count calls whose answer lost its trailers as failed too",
     )
+    ap.add_argument(
+        "--proxy-soak",
+        type=float,
+        metavar="SECONDS",
+        help="instead of the checks: three replicas behind haproxy, load for SECONDS, "
+        "the failed calls counted (exit 1 if any); to compare --max-age or --haproxy-cfg",
+    )
     ap.add_argument("--deadline", type=float, default=170, help="the whole run's limit in seconds")
     ap.add_argument("--logs", help="directory for the servers' logs (default: a temporary one, removed)")
     opts = ap.parse_args()
@@ -442,123 +449,150 @@ def main():
     signal.signal(signal.SIGALRM, lambda *_: sys.exit(f"FAIL: the run took more than {opts.deadline} s"))
     signal.alarm(int(opts.deadline))
     opts.until = time.time() + opts.deadline
-    logdir = opts.logs or tempfile.mkdtemp(prefix="tavli-cluster.")
-    os.makedirs(logdir, exist_ok=True)
+    cl = Cluster(opts)
+    try:
+        return proxy_soak(cl) if opts.proxy_soak else run_checks(cl)
+    finally:
+        cl.close()
+
+
+class Cluster:
+    """The replicas (127.0.0.2-.5), the DNS server and haproxy of a run."""
+
+    IPS = ["127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"]
+
+    def __init__(self, opts):
+        self.opts = opts
+        self.logdir = opts.logs or tempfile.mkdtemp(prefix="tavli-cluster.")
+        os.makedirs(self.logdir, exist_ok=True)
+        self.replicas = [Replica(ip, opts, self.logdir) for ip in self.IPS]
+        self.dns = Headless(opts.name)
+        self.dns_servers = [
+            DNSServer(self.dns, port=opts.dns_port, address="127.0.0.1", tcp=tcp, logger=QuietLogger())
+            for tcp in (False, True)
+        ]
+        for s in self.dns_servers:
+            s.start_thread()
+        self.haproxy = None
+        self.target = f"dns://127.0.0.1:{opts.dns_port}/{opts.name}:{opts.port}"
+
+    def start(self, replicas):
+        """Starts `replicas`, waits until each is SERVING."""
+        for r in replicas:
+            r.start()
+        for r in replicas:
+            r.wait_serving()
+
+    def start_proxy(self):
+        """haproxy with --haproxy-cfg on --proxy-addr, resolving the DNS name; returns
+        once calls through it succeed."""
+        opts = self.opts
+        env = dict(
+            os.environ,
+            TAVLI_PROXY_BIND=opts.proxy_addr,
+            TAVLI_DNS=f"127.0.0.1:{opts.dns_port}",
+            TAVLI_ENGINES=f"{opts.name}:{opts.port}",
+        )
+        hlog = open(os.path.join(self.logdir, "haproxy.log"), "ab")
+        self.haproxy = subprocess.Popen(
+            [opts.haproxy, "-db", "-f", opts.haproxy_cfg],
+            env=env, stdout=hlog, stderr=subprocess.STDOUT, preexec_fn=die_with_parent,
+        )
+        hlog.close()
+        log(f"haproxy on {opts.proxy_addr} (pid {self.haproxy.pid}), {opts.haproxy_cfg}")
+        wait_proxy(opts.proxy_addr, self.haproxy, self.logdir)
+
+    def proxy_load(self):
+        """Clients of the proxy: the service config less its health checks (a proxy
+        that balances per call would pass the Watch stream to one replica, whose
+        NOT_SERVING while it drains would then stop every call to the proxy)."""
+        return Load(self.opts, self.opts.proxy_addr, [("grpc.inhibit_health_checking", 1)])
+
+    def close(self):
+        for r in self.replicas:
+            r.stop(signal.SIGKILL)
+        if self.haproxy is not None and self.haproxy.poll() is None:
+            self.haproxy.kill()
+        for s in self.dns_servers:
+            s.stop()
+        if not self.opts.logs:
+            shutil.rmtree(self.logdir, ignore_errors=True)
+
+
+def run_checks(cl):
+    """Phases 1-4 of the module's doc; prints the figures; 0 if every check passed."""
+    opts, replicas, dns = cl.opts, cl.replicas, cl.dns
     checks = Checks()
     figures = {}
-    ips = ["127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"]
-    replicas = [Replica(ip, opts, logdir) for ip in ips]
-    dns = Headless(opts.name)
-    dns_servers = [
-        DNSServer(dns, port=opts.dns_port, address="127.0.0.1", tcp=tcp, logger=QuietLogger()) for tcp in (False, True)
-    ]
-    haproxy = None
-    try:
-        for s in dns_servers:
-            s.start_thread()
-        # ------------------------------------------------------------ 1. spread
-        live = ips[:3]
-        for r in replicas[:3]:
-            r.start()
-        for r in replicas[:3]:
-            r.wait_serving()
+    # ---------------------------------------------------------------- 1. spread
+    live = Cluster.IPS[:3]
+    cl.start(replicas[:3])
+    dns.set(live)
+    # Re-resolution at most once a second (gRPC's default is 30 s, too slow for a run
+    # of a minute; a cluster's max connection age is minutes, not seconds).
+    extra = [("grpc.dns_min_time_between_resolutions_ms", 1000)]
+    log(f"load: {opts.procs} processes x {opts.threads} threads on {cl.target}")
+    t_start = time.monotonic()
+    load = Load(opts, cl.target, extra)
+    time.sleep(2)
+    c0 = counts(replicas[:3])
+    time.sleep(opts.seconds)
+    c1 = counts(replicas[:3])
+    figures["spread"] = checks.spread(delta(c1, c0), "1. three replicas")
+    # ------------------------------------------------------------- 2. scale-out
+    late = replicas[3]
+    t_launch = time.monotonic()
+    cl.start([late])
+    t_join = time.monotonic()
+    live.append(late.ip)
+    dns.set(live)
+    limit = (opts.max_age or 0) + opts.grace + 5
+    reached, share = poll_share(replicas, late, 2.0, t_join + limit)
+    if reached is None:
+        checks.check(False, f"2. the late replica {late.ip} never carried 15 % within {limit:.0f} s "
+                            f"(best 2 s window {share * 100:.1f} %)")
+    else:
+        checks.check(True, f"2. the late replica {late.ip} carried {share * 100:.1f} % of the calls "
+                           f"(2 s window) {reached - t_join:.1f} s after joining the DNS answer "
+                           f"({reached - t_launch:.1f} s after its start; limit {limit:.0f} s)")
+    c2 = counts(replicas)
+    time.sleep(opts.seconds / 2)
+    d4 = delta(counts(replicas), c2)
+    figures["late_share"] = shares(d4)[0][late.ip]
+    log(f"2. four replicas, the next {opts.seconds / 2:.0f} s: {fmt_shares(d4)}")
+    log(f"   the clients asked the DNS server for A records {dns.queries_since(t_start)} times")
+    # ---------------------------------------------------------------- 3. faults
+    faults(replicas, dns, live, "127.0.0.2", "127.0.0.3", checks, opts, "3.")
+    res = load.finish()
+    checks.failed(res, "1.-3. balanced client (service config)")
+    figures["failed"] = res["failed_n"]
+    log(f"1.-3. the replicas' gRPC connections: {closed_by_age(replicas)}")
+    # ----------------------------------------------------------------- 4. proxy
+    if opts.haproxy:
+        cl.start(replicas[:2])
+        live = list(Cluster.IPS)
         dns.set(live)
-        target = f"dns://127.0.0.1:{opts.dns_port}/{opts.name}:{opts.port}"
-        # Re-resolution at most once a second (gRPC's default is 30 s, too slow for a
-        # run of a minute; a cluster's max connection age is minutes, not seconds).
-        extra = [("grpc.dns_min_time_between_resolutions_ms", 1000)]
-        log(f"load: {opts.procs} processes x {opts.threads} threads on {target}")
-        t_start = time.monotonic()
-        load = Load(opts, target, extra)
+        cl.start_proxy()
+        load = cl.proxy_load()
         time.sleep(2)
-        c0 = counts(replicas[:3])
+        c0 = counts(replicas)
         time.sleep(opts.seconds)
-        c1 = counts(replicas[:3])
-        figures["spread"] = checks.spread(delta(c1, c0), "1. three replicas")
-        # --------------------------------------------------------- 2. scale-out
-        late = replicas[3]
-        t_launch = time.monotonic()
-        late.start().wait_serving()
-        t_join = time.monotonic()
-        live.append(late.ip)
-        dns.set(live)
-        limit = (opts.max_age or 0) + opts.grace + 5
-        reached, share = poll_share(replicas, late, 2.0, t_join + limit)
-        if reached is None:
-            checks.check(False, f"2. the late replica {late.ip} never carried 15 % within {limit:.0f} s "
-                                f"(best 2 s window {share * 100:.1f} %)")
-        else:
-            checks.check(True, f"2. the late replica {late.ip} carried {share * 100:.1f} % of the calls "
-                               f"(2 s window) {reached - t_join:.1f} s after joining the DNS answer "
-                               f"({reached - t_launch:.1f} s after its start; limit {limit:.0f} s)")
-        c2 = counts(replicas)
-        time.sleep(opts.seconds / 2)
-        d4 = delta(counts(replicas), c2)
-        figures["late_share"] = shares(d4)[0][late.ip]
-        log(f"2. four replicas, the next {opts.seconds / 2:.0f} s: {fmt_shares(d4)}")
-        log(f"   the clients asked the DNS server for A records {dns.queries_since(t_start)} times")
-        # ------------------------------------------------------------ 3. faults
-        faults(replicas, dns, live, "127.0.0.2", "127.0.0.3", checks, opts, "3.")
+        figures["proxy_spread"] = checks.spread(delta(counts(replicas), c0), "4. haproxy, four replicas")
+        faults(replicas, dns, live, "127.0.0.4", "127.0.0.5", checks, opts, "4.")
         res = load.finish()
-        checks.failed(res, "1.-3. balanced client (service config)")
-        figures["failed"] = res["failed_n"]
-        log(f"1.-3. the replicas' gRPC connections: {closed_by_age(replicas)}")
-        # ------------------------------------------------------------- 4. proxy
-        if opts.haproxy:
-            for r in replicas[:2]:
-                r.start()
-            for r in replicas[:2]:
-                r.wait_serving()
-            live = list(ips)
-            dns.set(live)
-            host, port = opts.proxy_addr.rsplit(":", 1)
-            env = dict(
-                os.environ,
-                TAVLI_PROXY_BIND=opts.proxy_addr,
-                TAVLI_DNS=f"127.0.0.1:{opts.dns_port}",
-                TAVLI_ENGINES=f"{opts.name}:{opts.port}",
-            )
-            hlog = open(os.path.join(logdir, "haproxy.log"), "ab")
-            haproxy = subprocess.Popen(
-                [opts.haproxy, "-db", "-f", opts.haproxy_cfg],
-                env=env, stdout=hlog, stderr=subprocess.STDOUT, preexec_fn=die_with_parent,
-            )
-            hlog.close()
-            log(f"4. haproxy on {opts.proxy_addr} (pid {haproxy.pid}), {opts.haproxy_cfg}")
-            # The proxy's own health checks must see the four replicas up.
-            wait_proxy(opts.proxy_addr, haproxy, logdir)
-            # The service config, less its health checks: a proxy that balances per
-            # call would pass the Watch stream to one replica, whose NOT_SERVING
-            # (draining) would then stop every call to the proxy.
-            load = Load(opts, opts.proxy_addr, [("grpc.inhibit_health_checking", 1)])
-            time.sleep(2)
-            c0 = counts(replicas)
-            time.sleep(opts.seconds)
-            figures["proxy_spread"] = checks.spread(delta(counts(replicas), c0), "4. haproxy, four replicas")
-            faults(replicas, dns, live, "127.0.0.4", "127.0.0.5", checks, opts, "4.")
-            res = load.finish()
-            # A replica that closes an aged connection while haproxy still writes
-            # to it answers with a TCP reset, and haproxy may then lose the end of
-            # an answer it had received on it (docs/deploy.md, "Scaling out"):
-            # counted, and a failure only with --strict-proxy.
-            checks.failed(res, "4. through haproxy", trailers_ok=not opts.strict_proxy)
-            figures["proxy_failed"] = res["failed_n"]
-            figures["proxy_lost"] = res["trailers_lost"]
-            retried, abnormal = proxy_log(logdir)
-            log(f"4. haproxy's log: {retried} calls sent again to another replica, "
-                f"{abnormal} ended abnormally (its termination state)")
-            log(f"4. the replicas' gRPC connections: {closed_by_age(replicas[:2])} (the two restarted ones)")
-        else:
-            log("4. SKIP: no haproxy")
-    finally:
-        for r in replicas:
-            r.stop(signal.SIGKILL)
-        if haproxy is not None and haproxy.poll() is None:
-            haproxy.kill()
-        for s in dns_servers:
-            s.stop()
-        if not opts.logs:
-            shutil.rmtree(logdir, ignore_errors=True)
+        # A replica that closes an aged connection while haproxy still writes to it
+        # answers with a TCP reset, and haproxy may then lose the end of an answer it
+        # had received on it (docs/deploy.md, "Scaling out"): counted, and a failure
+        # only with --strict-proxy.
+        checks.failed(res, "4. through haproxy", trailers_ok=not opts.strict_proxy)
+        figures["proxy_failed"] = res["failed_n"]
+        figures["proxy_lost"] = res["trailers_lost"]
+        retried, abnormal = proxy_log(cl.logdir)
+        log(f"4. haproxy's log: {retried} calls sent again to another replica, "
+            f"{abnormal} ended abnormally (its termination state)")
+        log(f"4. the replicas' gRPC connections: {closed_by_age(replicas[:2])} (the two restarted ones)")
+    else:
+        log("4. SKIP: no haproxy")
     bad = [what for ok, what in checks.results if not ok]
     print(
         "CLUSTER: spread (largest deviation) {:.1f} %, late replica share {:.1f} %, failed calls {}{}".format(
@@ -572,9 +606,30 @@ def main():
             else "",
         )
     )
-    passed = len(checks.results) - len(bad)
-    print(f"cluster: {passed} passed, {len(bad)} failed")
+    print(f"cluster: {len(checks.results) - len(bad)} passed, {len(bad)} failed")
     return 1 if bad else 0
+
+
+def proxy_soak(cl):
+    """Three replicas behind haproxy, load for --proxy-soak seconds, no faults; prints
+    the calls, the failed ones and the replicas' connections closed by age."""
+    opts = cl.opts
+    cl.start(cl.replicas[:3])
+    cl.dns.set(Cluster.IPS[:3])
+    cl.start_proxy()
+    log(f"proxy soak: {opts.procs} processes x {opts.threads} threads, {opts.proxy_soak:.0f} s, "
+        f"max connection age {opts.max_age or 'none'}")
+    load = cl.proxy_load()
+    time.sleep(opts.proxy_soak)
+    res = load.finish()
+    counts(cl.replicas[:3])
+    print(
+        f"PROXY SOAK: {res['ok'] + res['failed_n']} calls, {res['failed_n']} failed"
+        f"{' ' + str(res['failed']) if res['failed'] else ''} ({res['trailers_lost']} lost their trailers); "
+        f"{opts.haproxy_cfg}; "
+        f"max connection age {opts.max_age or 'none'}: {closed_by_age(cl.replicas[:3])}"
+    )
+    return 1 if res["failed_n"] else 0
 
 
 def proxy_log(logdir):
