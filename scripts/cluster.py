@@ -143,12 +143,9 @@ class Replica:
             "--grpc-addr", self.addr,
             "--metrics-addr", f"{self.ip}:{self.opts.metrics_port}",
             "--drain-seconds", str(self.opts.drain),
+            "--max-connection-age-seconds", str(self.opts.max_age),
+            "--max-connection-age-grace-seconds", str(self.opts.grace),
         ]
-        if self.opts.max_age > 0:
-            args += [
-                "--max-connection-age-seconds", str(self.opts.max_age),
-                "--max-connection-age-grace-seconds", str(self.opts.grace),
-            ]
         logf = open(os.path.join(self.logdir, f"{self.ip}.log"), "ab")
         env = dict(os.environ, RUST_LOG=os.environ.get("RUST_LOG", "warn"))
         self.proc = subprocess.Popen(
@@ -422,7 +419,7 @@ def main():
     ap.add_argument("--dns-port", type=int, default=22053, help="the DNS server's port on 127.0.0.1")
     ap.add_argument("--proxy-addr", default="127.0.0.6:22051", help="haproxy's listen address")
     ap.add_argument("--name", default="tavli-engine-headless.default.svc.cluster.local")
-    ap.add_argument("--max-age", type=float, default=5, help="--max-connection-age-seconds (0: not passed)")
+    ap.add_argument("--max-age", type=float, default=5, help="--max-connection-age-seconds (0: no limit)")
     ap.add_argument("--grace", type=float, default=5, help="--max-connection-age-grace-seconds")
     ap.add_argument("--drain", type=int, default=5, help="--drain-seconds")
     ap.add_argument("--procs", type=int, default=3, help="client processes")
