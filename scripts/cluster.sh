@@ -37,15 +37,7 @@ log() { printf 'cluster: %s\n' "$*"; }
 
 # ------------------------------------------------------------------ tools
 python_client_venv "$VENV" | sed 's/^/cluster: /'
-missing=()
-for spec in "${EXTRA_PKGS[@]}"; do
-    have=$("$VENV/bin/python" -m pip show "${spec%%==*}" 2>/dev/null | sed -n 's/^Version: //p' || true)
-    [ "$have" = "${spec#*==}" ] || missing+=("$spec")
-done
-if [ "${#missing[@]}" -gt 0 ]; then
-    log "pip install ${missing[*]} (into $VENV)"
-    "$VENV/bin/python" -m pip install -q --disable-pip-version-check "${missing[@]}"
-fi
+python_venv_pins "$VENV" "${EXTRA_PKGS[@]}" | sed 's/^/cluster: /'
 if ! command -v haproxy >/dev/null 2>&1; then
     log "apt-get install haproxy"
     DEBIAN_FRONTEND=noninteractive apt-get update -qq
