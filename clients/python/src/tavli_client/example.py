@@ -3,8 +3,11 @@
     tavli-example [--addr localhost:50051] [--ca ca.pem [--cert c.pem --key c.key]]
 
 With --ca the channel is TLS (the server certificate checked against that CA);
-with --cert and --key as well, mutual TLS. clients/node/example.js prints the same
-lines; clients/ci.sh runs both against a real server and compares them.
+with --cert and --key as well, mutual TLS. The channel balances and retries by the
+project's service config (`tavli_client.channel`), so --addr may be a name with
+many addresses, e.g. dns:///tavli-engine-headless.<namespace>.svc.cluster.local:50051.
+clients/node/example.js prints the same lines; clients/ci.sh runs both against a
+real server and compares them.
 """
 
 import argparse
@@ -14,6 +17,7 @@ import grpc
 
 from tavli.v1 import engine_pb2 as pb
 from tavli.v1 import engine_pb2_grpc as rpc
+from tavli_client import channel as tavli_channel
 
 PORTES_START = "portes/w/24:2,13:5,8:3,6:5/1:2,12:5,17:3,19:5"
 BEAR_OFF = "portes/w/6:1,off:14/19:1,off:14"
@@ -21,7 +25,7 @@ BEAR_OFF = "portes/w/6:1,off:14/19:1,off:14"
 
 def channel(args):
     if not args.ca:
-        return grpc.insecure_channel(args.addr)
+        return tavli_channel.insecure_channel(args.addr)
     with open(args.ca, "rb") as f:
         ca = f.read()
     key = cert = None
@@ -32,7 +36,7 @@ def channel(args):
             cert = f.read()
     creds = grpc.ssl_channel_credentials(root_certificates=ca, private_key=key, certificate_chain=cert)
     options = [("grpc.ssl_target_name_override", args.server_name)] if args.server_name else []
-    return grpc.secure_channel(args.addr, creds, options=options)
+    return tavli_channel.secure_channel(args.addr, creds, options=options)
 
 
 def run(stub):
@@ -84,7 +88,7 @@ def run(stub):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--addr", default="localhost:50051", help="host:port of the server")
+    ap.add_argument("--addr", default="localhost:50051", help="gRPC target: host:port or dns:///name:port")
     ap.add_argument("--ca", help="TLS: the CA certificate (PEM) that signed the server's")
     ap.add_argument("--cert", help="mutual TLS: this client's certificate (PEM)")
     ap.add_argument("--key", help="mutual TLS: this client's private key (PEM)")
