@@ -1097,6 +1097,7 @@ impl PositionEvaluator for SlowEvaluator {
                 play,
                 equity: e.equity,
                 probabilities: e.probabilities,
+                plies: e.plies,
             })
             .collect())
     }

@@ -382,6 +382,7 @@ impl TavliEngineService {
                     play: Some(convert::play_to_pb(r.play, false)),
                     equity: r.equity,
                     probabilities: Some(convert::probabilities_to_pb(&r.probabilities)),
+                    plies: r.plies as u32,
                 })
                 .collect(),
         })
