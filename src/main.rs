@@ -338,6 +338,10 @@ struct EvalArgs {
     /// Search depth, 0..=2.
     #[arg(long, default_value_t = 0)]
     plies: u32,
+    /// With --dice: a play to grade against the best play, in move notation (as
+    /// AnalyzeGame grades a turn: its equity at --plies, the error and its mark).
+    #[arg(long)]
+    grade: Option<String>,
 }
 
 #[derive(Args, Debug)]
@@ -561,6 +565,10 @@ fn eval(a: EvalArgs) -> Result<String, BoxError> {
         position: Some(position_oneof!(evaluate_request, a.pos)),
         dice: a.dice.as_deref().map(dice_pb).transpose()?,
         plies: a.plies,
+        grade: a.grade.map(|notation| pb::PlayToGrade {
+            play: Some(pb::play_to_grade::Play::Notation(notation)),
+            thresholds: None,
+        }),
     };
     let resp = service(true).evaluate(&req, None)?;
     if a.pos.json {
@@ -575,7 +583,31 @@ fn eval(a: EvalArgs) -> Result<String, BoxError> {
     )?;
     for (i, r) in resp.ranked_plays.iter().enumerate() {
         let notation = r.play.as_ref().map_or("", |p| p.notation.as_str());
-        writeln!(out, "{:>3}. {notation:<24} {:+.3}", i + 1, r.equity)?;
+        write!(out, "{:>3}. {notation:<24} {:+.3}", i + 1, r.equity)?;
+        // A play the move filter left at a lower depth (docs/evaluation.md).
+        if r.plies < a.plies {
+            write!(out, "  ({}-ply)", r.plies)?;
+        }
+        out.push('\n');
+    }
+    if let Some(g) = &resp.grade {
+        let name = |p: &Option<pb::Play>| p.as_ref().map_or(String::new(), |p| p.notation.clone());
+        let mark = match pb::PlayMark::try_from(g.mark) {
+            Ok(pb::PlayMark::Doubtful) => " ?! doubtful",
+            Ok(pb::PlayMark::Bad) => " ? bad",
+            Ok(pb::PlayMark::VeryBad) => " ?? very bad",
+            _ => "",
+        };
+        writeln!(
+            out,
+            "grade: {} {:+.3} at {} plies; best {} {:+.3}; error {:.3}{mark}",
+            name(&g.play),
+            g.equity,
+            g.plies,
+            name(&g.best_play),
+            g.best_equity,
+            g.error
+        )?;
     }
     Ok(out)
 }

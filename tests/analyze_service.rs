@@ -482,3 +482,122 @@ async fn structured_records_are_bounded() {
         (2, "é".repeat(64).as_str())
     );
 }
+
+/// The turns of an AnalyzeGame stream.
+fn turns(items: &[Item]) -> Vec<pb::TurnAnalysis> {
+    items
+        .iter()
+        .filter_map(|i| match i {
+            Item::Turn(t) => Some(t.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Grades each turn's play with `Evaluate` (`grade`) and checks that the loss, the
+/// mark, both equities and the best play are exactly AnalyzeGame's for that turn.
+/// Returns how many turns had their play left at 0 plies by the ranking's move
+/// filter with an error, and how many of those a hint read off the ranking (best
+/// equity minus the play's ranked equity) would have got wrong.
+async fn grades_match_the_analysis(
+    client: &mut TavliEngineClient<Channel>,
+    analysed: &[pb::TurnAnalysis],
+    plies: u32,
+) -> (usize, usize) {
+    let (mut filtered, mut naive_differs) = (0, 0);
+    for t in analysed {
+        let what = format!("game {} turn {} at {plies} plies", t.game, t.turn);
+        let resp = client
+            .evaluate(pb::EvaluateRequest {
+                position: Some(pb::evaluate_request::Position::Structured(
+                    t.position.clone().unwrap(),
+                )),
+                dice: t.dice,
+                plies,
+                grade: Some(pb::PlayToGrade {
+                    play: Some(pb::play_to_grade::Play::Notation(t.play.clone())),
+                    thresholds: None,
+                }),
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        let g = resp.grade.unwrap();
+        assert_eq!(g.play.as_ref().unwrap().notation, t.play, "{what}");
+        assert_eq!(g.error.to_bits(), t.error.to_bits(), "{what}");
+        assert_eq!(g.mark, t.mark, "{what}");
+        assert_eq!(g.equity.to_bits(), t.played_equity.to_bits(), "{what}");
+        assert_eq!(g.best_equity.to_bits(), t.best_equity.to_bits(), "{what}");
+        assert_eq!(g.best_play.unwrap().notation, t.best_play, "{what}");
+        assert_eq!((g.legal_plays, g.plies), (t.legal_plays, plies), "{what}");
+        assert_eq!(g.probabilities, t.probabilities, "{what}");
+        let ranked = &resp.ranked_plays;
+        let mine = ranked
+            .iter()
+            .find(|r| r.play.as_ref().unwrap().notation == t.play)
+            .unwrap();
+        if mine.plies < plies && t.error > 0.0 {
+            filtered += 1;
+            let naive = ranked[0].equity - mine.equity;
+            naive_differs += usize::from(naive.to_bits() != t.error.to_bits());
+        }
+    }
+    (filtered, naive_differs)
+}
+
+/// A hint from `Evaluate` grades a play exactly as AnalyzeGame does: the same loss,
+/// mark and equities for every turn of the Tavli match (Portes, Plakoto, Fevga) at
+/// 1 ply, and for the first turns of each game at 2 plies; among them plays the
+/// ranking left at 0 plies, whose loss read off the ranking would differ.
+#[tokio::test]
+async fn evaluate_grades_a_play_as_analyze_game_does() {
+    let server = start(64).await;
+    let mut client = server.client().await;
+    let text = file("tavli/tavli-3p-match.mat");
+    let one_ply = turns(&collect(&mut client, text_request(text.clone(), 1)).await);
+    assert_eq!(one_ply.len(), 182);
+    let (filtered, naive) = grades_match_the_analysis(&mut client, &one_ply, 1).await;
+    assert!(filtered > 0 && naive > 0, "{filtered} {naive}");
+
+    // The first 8 turns of each game, as a structured record, at 2 plies.
+    let record = MatchRecord::parse(&text).unwrap();
+    let games = record
+        .games
+        .iter()
+        .map(|g| {
+            let plays: Vec<_> = g
+                .actions
+                .iter()
+                .filter_map(|a| match &a.kind {
+                    tavli_engine::record::ActionKind::Play(t) => Some(t),
+                    _ => None,
+                })
+                .take(8)
+                .collect();
+            pb::RecordedGame {
+                variant: tavli_engine::service::convert::variant_to_pb(g.variant) as i32,
+                starter: tavli_engine::service::convert::side_to_pb(Some(plays[0].position.turn))
+                    as i32,
+                turns: plays
+                    .iter()
+                    .map(|t| pb::RecordedTurn {
+                        dice: Some(tavli_engine::service::convert::dice_to_pb(t.dice)),
+                        play: t.play.notation.to_string(),
+                    })
+                    .collect(),
+                ..Default::default()
+            }
+        })
+        .collect();
+    let req = pb::AnalyzeGameRequest {
+        record: Some(Record::Structured(pb::MatchRecord {
+            games,
+            ..Default::default()
+        })),
+        plies: 2,
+        ..Default::default()
+    };
+    let two_ply = turns(&collect(&mut client, req).await);
+    assert_eq!(two_ply.len(), 24);
+    grades_match_the_analysis(&mut client, &two_ply, 2).await;
+}

@@ -8,9 +8,7 @@ use super::api::TavliEngineService;
 use super::convert;
 use super::error::ServiceError;
 use super::pb;
-use crate::analysis::{
-    self, AnalysisOptions, Event, LuckMark, Mark, PlayerStats, RolloutCheck, Thresholds,
-};
+use crate::analysis::{self, AnalysisOptions, Event, LuckMark, PlayerStats, RolloutCheck};
 use crate::eval::{CancelToken, PositionEvaluator};
 use crate::record::{GameInput, MatchRecord, RecordError, TurnInput, MAX_GAMES};
 use crate::rules::Side;
@@ -45,16 +43,6 @@ fn record_reason(e: &RecordError) -> String {
         }
     }
     s
-}
-
-fn threshold(v: f32, default: f32, field: &str) -> Result<f32, ServiceError> {
-    if !v.is_finite() || v < 0.0 {
-        return Err(ServiceError::invalid(
-            field,
-            format!("a threshold is a number of points >= 0, got {v}"),
-        ));
-    }
-    Ok(if v == 0.0 { default } else { v })
 }
 
 /// The longest player name of a structured record, in characters (every game of the
@@ -170,22 +158,7 @@ impl TavliEngineService {
                 ));
             }
         }
-        let d = Thresholds::default();
-        let t = req.thresholds.unwrap_or_default();
-        let thresholds = Thresholds {
-            doubtful: threshold(t.doubtful, d.doubtful, "thresholds.doubtful")?,
-            bad: threshold(t.bad, d.bad, "thresholds.bad")?,
-            very_bad: threshold(t.very_bad, d.very_bad, "thresholds.very_bad")?,
-        };
-        if !(thresholds.doubtful <= thresholds.bad && thresholds.bad <= thresholds.very_bad) {
-            return Err(ServiceError::invalid(
-                "thresholds",
-                format!(
-                    "thresholds must grow: doubtful {} <= bad {} <= very bad {}",
-                    thresholds.doubtful, thresholds.bad, thresholds.very_bad
-                ),
-            ));
-        }
+        let thresholds = convert::thresholds_from_pb(req.thresholds.as_ref(), "thresholds")?;
         let rollout = req
             .rollout
             .as_ref()
@@ -251,15 +224,6 @@ impl TavliEngineService {
             seed: r.seed,
             candidates,
         })
-    }
-}
-
-fn mark_to_pb(m: Mark) -> pb::PlayMark {
-    match m {
-        Mark::None => pb::PlayMark::Unspecified,
-        Mark::Doubtful => pb::PlayMark::Doubtful,
-        Mark::Bad => pb::PlayMark::Bad,
-        Mark::VeryBad => pb::PlayMark::VeryBad,
     }
 }
 
@@ -346,7 +310,7 @@ pub fn run_analysis(
                 best_equity: t.best_equity,
                 played_equity: t.played_equity,
                 error: t.error,
-                mark: mark_to_pb(t.mark) as i32,
+                mark: convert::mark_to_pb(t.mark) as i32,
                 legal_plays: t.legal_plays as u32,
                 probabilities: Some(convert::probabilities_to_pb(&t.played_probabilities)),
                 equity_before: t.equity_before,
@@ -362,7 +326,7 @@ pub fn run_analysis(
                     best_equity_standard_error: r.best_standard_error,
                     played_equity_standard_error: r.played_standard_error,
                     search_error: r.search_error,
-                    search_mark: mark_to_pb(r.search_mark) as i32,
+                    search_mark: convert::mark_to_pb(r.search_mark) as i32,
                     search_best_play: r.search_best.notation.to_string(),
                 }),
             }),

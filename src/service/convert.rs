@@ -5,6 +5,7 @@
 
 use super::error::{join_path, AtField, ServiceError};
 use super::pb;
+use crate::analysis::{Mark, Thresholds};
 use crate::eval::Probabilities;
 use crate::rules::board::Board;
 use crate::rules::position_id;
@@ -248,6 +249,83 @@ position_oneof!(
     evaluate_request,
     rollout_request
 );
+
+/// The play `oneof` of a request (`ApplyPlayRequest.play`, `PlayToGrade.play`),
+/// whichever message it came from.
+#[derive(Clone, Copy, Debug)]
+pub enum PlayRef<'a> {
+    /// `moves`.
+    Moves(&'a pb::MoveList),
+    /// `notation`.
+    Notation(&'a str),
+    /// `resulting_position`.
+    Position(&'a pb::Position),
+    /// `resulting_position_id`.
+    PositionId(&'a str),
+}
+
+macro_rules! play_oneof {
+    ($($module:ident),*) => {$(
+        impl<'a> From<&'a pb::$module::Play> for PlayRef<'a> {
+            fn from(p: &'a pb::$module::Play) -> Self {
+                match p {
+                    pb::$module::Play::Moves(m) => PlayRef::Moves(m),
+                    pb::$module::Play::Notation(s) => PlayRef::Notation(s),
+                    pb::$module::Play::ResultingPosition(p) => PlayRef::Position(p),
+                    pb::$module::Play::ResultingPositionId(s) => PlayRef::PositionId(s),
+                }
+            }
+        }
+    )*};
+}
+play_oneof!(apply_play_request, play_to_grade);
+
+/// One threshold of a `MarkThresholds`: a number of points >= 0; 0 takes `default`.
+fn threshold(v: f32, default: f32, field: &str) -> Result<f32, ServiceError> {
+    if !v.is_finite() || v < 0.0 {
+        return Err(ServiceError::invalid(
+            field,
+            format!("a threshold is a number of points >= 0, got {v}"),
+        ));
+    }
+    Ok(if v == 0.0 { default } else { v })
+}
+
+/// The marks' thresholds of a `MarkThresholds` field named `field` (unset, or a 0
+/// field: GNU Backgammon's default); they must grow from doubtful to very bad.
+/// Errors: `INVALID_ARGUMENT` on `{field}.doubtful` (`.bad`, `.very_bad`) or `field`.
+pub fn thresholds_from_pb(
+    t: Option<&pb::MarkThresholds>,
+    field: &str,
+) -> Result<Thresholds, ServiceError> {
+    let d = Thresholds::default();
+    let t = t.copied().unwrap_or_default();
+    let thresholds = Thresholds {
+        doubtful: threshold(t.doubtful, d.doubtful, &join_path(field, "doubtful"))?,
+        bad: threshold(t.bad, d.bad, &join_path(field, "bad"))?,
+        very_bad: threshold(t.very_bad, d.very_bad, &join_path(field, "very_bad"))?,
+    };
+    if !(thresholds.doubtful <= thresholds.bad && thresholds.bad <= thresholds.very_bad) {
+        return Err(ServiceError::invalid(
+            field,
+            format!(
+                "thresholds must grow: doubtful {} <= bad {} <= very bad {}",
+                thresholds.doubtful, thresholds.bad, thresholds.very_bad
+            ),
+        ));
+    }
+    Ok(thresholds)
+}
+
+/// The protobuf value of a play's mark.
+pub fn mark_to_pb(m: Mark) -> pb::PlayMark {
+    match m {
+        Mark::None => pb::PlayMark::Unspecified,
+        Mark::Doubtful => pb::PlayMark::Doubtful,
+        Mark::Bad => pb::PlayMark::Bad,
+        Mark::VeryBad => pb::PlayMark::VeryBad,
+    }
+}
 
 // ------------------------------------------------------------------ dice, moves
 
