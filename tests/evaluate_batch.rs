@@ -47,6 +47,7 @@ fn by_id(pos: &Position, dice: Option<Dice>, plies: u32) -> EvaluateRequest {
             die2: d.die2() as u32,
         }),
         plies,
+        grade: None,
     }
 }
 
@@ -96,6 +97,7 @@ fn mixed_requests() -> Vec<EvaluateRequest> {
         position: Some(P::Xgid(xgid::to_xgid(&start).unwrap())),
         dice: Some(pb::Dice { die1: 3, die2: 1 }),
         plies: 0,
+        grade: None,
     });
     reqs.push(EvaluateRequest {
         position: Some(P::Gnubg(pb::GnubgPosition {
@@ -104,6 +106,7 @@ fn mixed_requests() -> Vec<EvaluateRequest> {
         })),
         dice: None,
         plies: 2,
+        grade: None,
     });
     reqs.push(EvaluateRequest {
         position: Some(P::Structured(
@@ -111,6 +114,7 @@ fn mixed_requests() -> Vec<EvaluateRequest> {
         )),
         dice: Some(pb::Dice { die1: 6, die2: 6 }),
         plies: 1,
+        grade: None,
     });
     // R9: a finished game is answered as its certain outcome.
     reqs.push(by_id(

@@ -771,6 +771,7 @@ async fn bad_inputs_are_invalid_argument_naming_the_field() {
             position: Some(evaluate_request::Position::PositionId(PORTES_START.into())),
             dice: None,
             plies: 9,
+            grade: None,
         })
         .await
         .unwrap_err();
@@ -836,6 +837,7 @@ async fn evaluate_is_unimplemented_without_an_evaluator() {
             position: Some(evaluate_request::Position::PositionId(PORTES_START.into())),
             dice: dice(6, 5),
             plies: 1,
+            grade: None,
         })
         .await
         .unwrap_err();
@@ -1121,6 +1123,7 @@ fn eval_req(d: Option<pb::Dice>) -> pb::EvaluateRequest {
         position: Some(evaluate_request::Position::PositionId(PORTES_START.into())),
         dice: d,
         plies: 1,
+        grade: None,
     }
 }
 
@@ -1332,6 +1335,7 @@ async fn evaluate_with_the_engine() {
         position: Some(evaluate_request::Position::PositionId(id.into())),
         dice: d,
         plies,
+        grade: None,
     };
     // White has borne off all 15 and Black none: Black, to move, has lost a mars.
     let r = c
