@@ -436,6 +436,7 @@ fn result_text(g: &GameRecord) -> String {
                 EndReason::Board(o) => format!("draw ({})", o.reason.name()),
                 EndReason::Drop => format!("{who} (double dropped)"),
                 EndReason::Resign => format!("{who} (resignation)"),
+                EndReason::TimeOut => format!("{who} (time-out)"),
             }
         }
     }
@@ -462,6 +463,7 @@ fn notes(g: &GameRecord) -> Vec<String> {
                 ));
             }
             EndReason::Resign => out.push("ended by resignation".to_string()),
+            EndReason::TimeOut => out.push("ended by time-out".to_string()),
             _ => {}
         }
     }

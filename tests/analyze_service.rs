@@ -259,6 +259,7 @@ async fn bad_records_are_invalid_argument_before_the_stream() {
                         play: "24/21 24/23".into(),
                     },
                 ],
+                result: None,
             }],
         })),
         plies: 0,
@@ -441,6 +442,7 @@ async fn structured_records_are_bounded() {
         opening_die_white: 0,
         opening_die_black: 0,
         turns: Vec::new(),
+        result: None,
     };
     let record = |white: &str, games: usize| pb::AnalyzeGameRequest {
         record: Some(Record::Structured(pb::MatchRecord {
@@ -600,4 +602,102 @@ async fn evaluate_grades_a_play_as_analyze_game_does() {
     let two_ply = turns(&collect(&mut client, req).await);
     assert_eq!(two_ply.len(), 24);
     grades_match_the_analysis(&mut client, &two_ply, 2).await;
+}
+
+/// A structured match whose games end by resignation and time-out (the project's
+/// rules, docs/api.md "Resignation and time-out"): recorded, analysed turn by turn,
+/// the next game started by the winner, the result and its note in each game's
+/// summary; a time-out with points other than its rule's is INVALID_ARGUMENT on the
+/// game's `result`.
+#[tokio::test]
+async fn resigned_and_timed_out_games_are_analysed() {
+    let server = start(64).await;
+    let mut client = server.client().await;
+    let turn = |d1, d2, play: &str| pb::RecordedTurn {
+        dice: Some(pb::Dice { die1: d1, die2: d2 }),
+        play: play.into(),
+    };
+    let outcome = |w: pb::Side, points, reason: pb::OutcomeReason| pb::GameOutcome {
+        winner: w as i32,
+        points,
+        reason: reason as i32,
+    };
+    let record = |time_out_points| pb::MatchRecord {
+        match_length: 5,
+        white_player: "eleni".into(),
+        black_player: "nikos".into(),
+        games: vec![
+            pb::RecordedGame {
+                variant: pb::Variant::Portes as i32,
+                starter: pb::Side::White as i32,
+                turns: vec![
+                    turn(2, 5, "13/8 24/22"),
+                    turn(5, 1, "13/8 24/23"),
+                    turn(3, 6, "22/16/13"),
+                ],
+                result: Some(outcome(pb::Side::White, 1, pb::OutcomeReason::Resignation)),
+                ..Default::default()
+            },
+            pb::RecordedGame {
+                variant: pb::Variant::Plakoto as i32,
+                turns: vec![turn(6, 1, "24/18 24/23"), turn(2, 6, "24/18 24/22")],
+                result: Some(outcome(
+                    pb::Side::Black,
+                    time_out_points,
+                    pb::OutcomeReason::TimeOut,
+                )),
+                ..Default::default()
+            },
+        ],
+    };
+    let req = |r| pb::AnalyzeGameRequest {
+        record: Some(Record::Structured(r)),
+        ..Default::default()
+    };
+    let items = collect(&mut client, req(record(2))).await;
+    let Item::Record(r) = &items[0] else {
+        panic!("{:?}", items[0])
+    };
+    assert_eq!((r.games, r.turns), (2, 5));
+    assert!(
+        r.text
+            .contains("\n      Wins 1 point\n\n Game 2 Plakoto\n eleni : 1"),
+        "{}",
+        r.text
+    );
+    assert!(
+        r.text.ends_with(
+            "26: 24/18 24/22\n                                  Wins 2 points (time-out)\n\n"
+        ),
+        "{}",
+        r.text
+    );
+    // R2: White won game 1 by resignation, so White plays game 2's first turn.
+    let analysed = turns(&items);
+    assert_eq!(analysed.len(), 5);
+    assert_eq!(
+        (analysed[3].game, analysed[3].turn, analysed[3].side),
+        (2, 1, pb::Side::White as i32)
+    );
+    let summaries: Vec<&pb::GameSummary> = items
+        .iter()
+        .filter_map(|i| match i {
+            Item::Game(g) => Some(g),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(summaries[0].result, "white wins 1 (resignation)");
+    assert_eq!(summaries[0].notes, ["ended by resignation"]);
+    assert_eq!(summaries[1].result, "black wins 2 (time-out)");
+    assert_eq!(summaries[1].notes, ["ended by time-out"]);
+    assert!(matches!(items.last(), Some(Item::Summary(s)) if s.games == 2));
+
+    // White, whose time ran out, had borne off nothing: 2 points, not 1.
+    let e = client.analyze_game(req(record(1))).await.unwrap_err();
+    assert_invalid(
+        &e,
+        "structured.games[1].result",
+        "game 2: a time-out scores 2, not 1: white had borne off 0 checkers (2 points when \
+         none, as a mars, R7; otherwise 1)",
+    );
 }

@@ -463,6 +463,101 @@ fn match_rejects_outcomes_that_cannot_end_the_game_played() {
     );
 }
 
+/// Resignation and time-out (the project's rules where RULES.md is silent,
+/// docs/api.md "Resignation and time-out"): a win like any other for the match.
+#[test]
+fn resignations_and_time_outs_advance_the_match() {
+    let m = MatchState::new(3).unwrap();
+    // R2: Portes resigned by White for 2 points: Black has 2, Plakoto next, Black
+    // (the winner) starts it.
+    let m = m
+        .advance(&Outcome {
+            winner: Some(Side::Black),
+            points: 2,
+            reason: OutcomeReason::Resignation,
+        })
+        .unwrap();
+    assert_eq!(
+        (m.variant, m.starter, m.score, m.games_played, m.winner),
+        (Variant::Plakoto, Some(Side::Black), [0, 2], 1, None)
+    );
+    // Plakoto lost by Black on time, 1 point: Fevga next, White starts (R2).
+    let m = m
+        .advance(&Outcome {
+            winner: Some(Side::White),
+            points: 1,
+            reason: OutcomeReason::TimeOut,
+        })
+        .unwrap();
+    assert_eq!(
+        (m.variant, m.starter, m.score, m.games_played, m.winner),
+        (Variant::Fevga, Some(Side::White), [1, 2], 2, None)
+    );
+    // A 1-point resignation takes Black to the length: match over.
+    let m = m
+        .advance(&Outcome {
+            winner: Some(Side::Black),
+            points: 1,
+            reason: OutcomeReason::Resignation,
+        })
+        .unwrap();
+    assert_eq!(
+        (m.variant, m.starter, m.score, m.winner),
+        (
+            Variant::Portes,
+            Some(Side::Black),
+            [1, 3],
+            Some(Side::Black)
+        )
+    );
+    // R7: no 3-point games, no 0-point resignation, and a resignation or time-out
+    // has a winner.
+    let fresh = MatchState::new(5).unwrap();
+    for (winner, points, reason, field, reason_text) in [
+        (
+            Some(Side::White),
+            3,
+            OutcomeReason::Resignation,
+            "outcome.points",
+            "a resignation result scores 1 or 2, not 3 (R5.5, R7)",
+        ),
+        (
+            Some(Side::White),
+            0,
+            OutcomeReason::TimeOut,
+            "outcome.points",
+            "a time_out result scores 1 or 2, not 0 (R5.5, R7)",
+        ),
+        (
+            None,
+            0,
+            OutcomeReason::Resignation,
+            "outcome.winner",
+            "a resignation result needs a winner",
+        ),
+    ] {
+        assert_eq!(
+            fresh.advance(&Outcome {
+                winner,
+                points,
+                reason
+            }),
+            Err(RulesError::invalid(field, reason_text))
+        );
+    }
+    // The time-out's points follow the loser's borne-off checkers (R7's mars).
+    assert_eq!(OutcomeReason::time_out_points(0), 2);
+    assert_eq!(OutcomeReason::time_out_points(1), 1);
+    assert_eq!(OutcomeReason::time_out_points(14), 1);
+    assert_eq!(
+        (
+            OutcomeReason::Resignation.name(),
+            OutcomeReason::TimeOut.name()
+        ),
+        ("resignation", "time_out")
+    );
+}
+
 #[test]
 fn inputs_are_parsed_strictly_and_echoed_briefly() {
     // Dice text must be two digits 1..6.

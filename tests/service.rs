@@ -574,6 +574,119 @@ async fn opening_roll_and_match_cycle() {
     server.shutdown().await.unwrap();
 }
 
+/// R2 with the project's off-board results (docs/api.md "Resignation and
+/// time-out"): a resigned or timed-out game scores its points and its winner
+/// starts the next game.
+#[tokio::test]
+async fn advance_match_takes_resignations_and_time_outs() {
+    let server = TestServer::default().await;
+    let mut c = server.client().await;
+    let outcome = |w: pb::Side, points, reason: pb::OutcomeReason| pb::GameOutcome {
+        winner: w as i32,
+        points,
+        reason: reason as i32,
+    };
+    let advance = |state: pb::MatchState, o: pb::GameOutcome| pb::AdvanceMatchRequest {
+        match_state: Some(state),
+        outcome: Some(o),
+    };
+    let new_match = pb::MatchState {
+        length: 3,
+        variant: pb::Variant::Portes as i32,
+        ..Default::default()
+    };
+    let state = c
+        .advance_match(advance(
+            new_match,
+            outcome(pb::Side::Black, 2, pb::OutcomeReason::Resignation),
+        ))
+        .await
+        .unwrap()
+        .into_inner()
+        .match_state
+        .unwrap();
+    assert_eq!(
+        (
+            state.score_white,
+            state.score_black,
+            state.variant,
+            state.starter,
+            state.opening_roll_needed,
+            state.games_played
+        ),
+        (
+            0,
+            2,
+            pb::Variant::Plakoto as i32,
+            pb::Side::Black as i32,
+            false,
+            1
+        )
+    );
+    let state = c
+        .advance_match(advance(
+            state,
+            outcome(pb::Side::White, 1, pb::OutcomeReason::TimeOut),
+        ))
+        .await
+        .unwrap()
+        .into_inner()
+        .match_state
+        .unwrap();
+    assert_eq!(
+        (
+            state.score_white,
+            state.score_black,
+            state.variant,
+            state.starter,
+            state.match_over
+        ),
+        (
+            1,
+            2,
+            pb::Variant::Fevga as i32,
+            pb::Side::White as i32,
+            false
+        )
+    );
+    let over = c
+        .advance_match(advance(
+            state,
+            outcome(pb::Side::Black, 1, pb::OutcomeReason::Resignation),
+        ))
+        .await
+        .unwrap()
+        .into_inner()
+        .match_state
+        .unwrap();
+    assert_eq!(
+        (over.score_black, over.winner, over.match_over),
+        (3, pb::Side::Black as i32, true)
+    );
+    // No winner, or 3 points (R7): INVALID_ARGUMENT naming the field.
+    let e = c
+        .advance_match(advance(
+            new_match,
+            outcome(pb::Side::Unspecified, 0, pb::OutcomeReason::Resignation),
+        ))
+        .await
+        .unwrap_err();
+    assert_invalid(&e, "outcome.winner");
+    assert_eq!(
+        e.message(),
+        "outcome.winner: a resignation result needs a winner"
+    );
+    let e = c
+        .advance_match(advance(
+            new_match,
+            outcome(pb::Side::White, 3, pb::OutcomeReason::TimeOut),
+        ))
+        .await
+        .unwrap_err();
+    assert_invalid(&e, "outcome.points");
+    server.shutdown().await.unwrap();
+}
+
 // ------------------------------------------------------------------ errors
 
 #[tokio::test]

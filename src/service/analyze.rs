@@ -119,17 +119,26 @@ fn structured_record(m: &pb::MatchRecord) -> Result<MatchRecord, ServiceError> {
                 })
             })
             .collect::<Result<Vec<_>, ServiceError>>()?;
+        let result = g
+            .result
+            .as_ref()
+            .map(|o| convert::outcome_from_pb(Some(o), &f("result")))
+            .transpose()?;
         games.push(GameInput {
             variant,
             starter,
             opening,
             turns,
+            result,
         });
     }
     MatchRecord::from_games(m.match_length, players, &games).map_err(|e| {
         let field = match (e.game_index, e.turn_index) {
             (Some(g), Some(t)) => format!("structured.games[{g}].turns[{t}].play"),
-            (Some(g), None) => format!("structured.games[{g}]"),
+            (Some(g), None) => match e.part {
+                Some(part) => format!("structured.games[{g}].{part}"),
+                None => format!("structured.games[{g}]"),
+            },
             _ => "structured".to_string(),
         };
         ServiceError::invalid(field, record_reason(&e))

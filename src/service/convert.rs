@@ -437,6 +437,8 @@ pub fn reason_to_pb(r: OutcomeReason) -> pb::OutcomeReason {
         OutcomeReason::Mars => pb::OutcomeReason::Mars,
         OutcomeReason::MotherPinned => pb::OutcomeReason::MotherPinned,
         OutcomeReason::BothMothersPinned => pb::OutcomeReason::BothMothersPinned,
+        OutcomeReason::Resignation => pb::OutcomeReason::Resignation,
+        OutcomeReason::TimeOut => pb::OutcomeReason::TimeOut,
     }
 }
 
@@ -450,7 +452,8 @@ pub fn outcome_to_pb(o: &Outcome) -> pb::GameOutcome {
 }
 
 /// A required `GameOutcome` field: a win scores 1 or 2 points, a draw
-/// (`SIDE_UNSPECIFIED`) 0. An unspecified reason is inferred from the points.
+/// (`SIDE_UNSPECIFIED`) 0; a resignation or a time-out has a winner. An unspecified
+/// reason is inferred from the points (a board result).
 pub fn outcome_from_pb(o: Option<&pb::GameOutcome>, field: &str) -> Result<Outcome, ServiceError> {
     let o = o.ok_or_else(|| {
         ServiceError::invalid(field, "an outcome is required: {winner, points, reason}")
@@ -484,6 +487,8 @@ pub fn outcome_from_pb(o: Option<&pb::GameOutcome>, field: &str) -> Result<Outco
         Ok(pb::OutcomeReason::Mars) => OutcomeReason::Mars,
         Ok(pb::OutcomeReason::MotherPinned) => OutcomeReason::MotherPinned,
         Ok(pb::OutcomeReason::BothMothersPinned) => OutcomeReason::BothMothersPinned,
+        Ok(pb::OutcomeReason::Resignation) => OutcomeReason::Resignation,
+        Ok(pb::OutcomeReason::TimeOut) => OutcomeReason::TimeOut,
         Err(_) => {
             return Err(ServiceError::invalid(
                 reason_field,
@@ -495,6 +500,14 @@ pub fn outcome_from_pb(o: Option<&pb::GameOutcome>, field: &str) -> Result<Outco
         OutcomeReason::BoreOff => 1,
         OutcomeReason::Mars | OutcomeReason::MotherPinned => 2,
         OutcomeReason::BothMothersPinned => 0,
+        // 1 or 2, checked with the winner above.
+        OutcomeReason::Resignation | OutcomeReason::TimeOut if winner.is_some() => points,
+        OutcomeReason::Resignation | OutcomeReason::TimeOut => {
+            return Err(ServiceError::invalid(
+                join_path(field, "winner"),
+                format!("a {} result needs a winner", reason.name()),
+            ))
+        }
     };
     if expected != points {
         return Err(ServiceError::invalid(
