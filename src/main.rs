@@ -126,10 +126,16 @@ struct ServeArgs {
     #[arg(long, env = "TAVLI_MAX_PLIES", default_value_t = MAX_PLIES,
           value_parser = clap::value_parser!(u8).range(0..=MAX_PLIES as i64))]
     max_plies: u8,
-    /// Server-side limit per RPC in seconds, on top of the client's deadline (0: none).
+    /// Server-side limit per RPC in seconds, on top of the client's deadline (0: none);
+    /// AnalyzeGame, Rollout and EvaluateBatch have --long-request-timeout-seconds.
     #[arg(long, env = "TAVLI_REQUEST_TIMEOUT_SECONDS", default_value_t = 30.0,
           value_parser = seconds)]
     request_timeout_seconds: f64,
+    /// Server-side limit of AnalyzeGame, Rollout and EvaluateBatch in seconds, on top
+    /// of the client's deadline (0: none).
+    #[arg(long, env = "TAVLI_LONG_REQUEST_TIMEOUT_SECONDS", value_parser = seconds,
+          default_value_t = tavli_engine::service::server::DEFAULT_LONG_REQUEST_TIMEOUT.as_secs_f64())]
+    long_request_timeout_seconds: f64,
     /// Most trials of one Rollout request; more is INVALID_ARGUMENT.
     #[arg(long, env = "TAVLI_MAX_ROLLOUT_TRIALS",
           default_value_t = tavli_engine::service::api::DEFAULT_MAX_ROLLOUT_TRIALS,
@@ -406,13 +412,14 @@ fn emit(text: String) -> Result<(), BoxError> {
 
 fn serve(args: ServeArgs) -> Result<(), BoxError> {
     let secs = Duration::from_secs_f64;
-    let timeout = (args.request_timeout_seconds > 0.0).then(|| secs(args.request_timeout_seconds));
+    let limit = |s: f64| (s > 0.0).then(|| secs(s));
     let config = ServerConfig {
         drain: Duration::from_secs(args.drain_seconds),
         max_message_bytes: args.max_message_bytes,
         concurrency_limit: args.concurrency_limit,
         max_plies: args.max_plies,
-        request_timeout: timeout,
+        request_timeout: limit(args.request_timeout_seconds),
+        long_request_timeout: limit(args.long_request_timeout_seconds),
         evaluator: None,
         max_connections: args.max_connections,
         max_concurrent_streams: args.max_concurrent_streams,

@@ -2,8 +2,8 @@
 //! Backgammon export, errors before the stream, the deadline and cancellation.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use std::ops::ControlFlow;
 use tavli_engine::eval::engine::Engine;
@@ -21,10 +21,12 @@ use tonic::transport::Channel;
 use tonic::Code;
 use tonic_types::StatusExt;
 
-/// The committed evaluator, counting its calls.
+/// The committed evaluator, counting its calls and keeping the last deadline its
+/// rankings were given.
 struct Counting {
     inner: Engine,
     calls: Arc<AtomicUsize>,
+    deadline: Arc<Mutex<Option<Instant>>>,
 }
 
 impl PositionEvaluator for Counting {
@@ -39,6 +41,7 @@ impl PositionEvaluator for Counting {
         opts: EvalOptions,
     ) -> Result<Vec<RankedPlay>, EvalError> {
         self.calls.fetch_add(1, Ordering::Relaxed);
+        *self.deadline.lock().unwrap() = opts.deadline;
         self.inner.rank_plays(pos, dice, opts)
     }
     fn rollout(
@@ -60,21 +63,33 @@ use common::TestServer;
 struct Server {
     server: TestServer,
     calls: Arc<AtomicUsize>,
+    deadline: Arc<Mutex<Option<Instant>>>,
 }
 
 async fn start(concurrency_limit: usize) -> Server {
-    let calls = Arc::new(AtomicUsize::new(0));
-    let config = ServerConfig {
+    start_with(ServerConfig {
         concurrency_limit,
+        ..ServerConfig::default()
+    })
+    .await
+}
+
+/// A server of `config` with the counting evaluator.
+async fn start_with(config: ServerConfig) -> Server {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let deadline = Arc::new(Mutex::new(None));
+    let config = ServerConfig {
         evaluator: Some(Arc::new(Counting {
             inner: Engine::load_default(),
             calls: calls.clone(),
+            deadline: deadline.clone(),
         })),
-        ..ServerConfig::default()
+        ..config
     };
     Server {
         server: TestServer::start(config).await,
         calls,
+        deadline,
     }
 }
 
@@ -315,7 +330,213 @@ async fn the_deadline_ends_the_stream() {
         }
     };
     assert_eq!(status.code(), Code::DeadlineExceeded, "{status:?}");
+    assert_eq!(
+        status.message(),
+        "the client's deadline (grpc-timeout 0.4 s) passed"
+    );
     assert!(turns < 182, "{turns}");
+}
+
+/// The stream of `req` to its end: the messages, and the error it ended with.
+async fn until_the_end(
+    client: &mut TavliEngineClient<Channel>,
+    req: tonic::Request<pb::AnalyzeGameRequest>,
+) -> (Vec<Item>, Option<tonic::Status>) {
+    let mut stream = client.analyze_game(req).await.unwrap().into_inner();
+    let mut items = Vec::new();
+    loop {
+        match stream.message().await {
+            Ok(Some(m)) => items.push(m.item.unwrap()),
+            Ok(None) => return (items, None),
+            Err(s) => return (items, Some(s)),
+        }
+    }
+}
+
+/// The server's limit of the long RPCs ends an analysis with DEADLINE_EXCEEDED (not
+/// CANCELLED) naming its flag; the limit of the other RPCs does not apply to it.
+#[tokio::test]
+async fn the_server_limit_ends_the_stream_and_names_its_flag() {
+    let server = start_with(ServerConfig {
+        request_timeout: Some(Duration::from_millis(1)),
+        long_request_timeout: Some(Duration::from_millis(400)),
+        ..ServerConfig::default()
+    })
+    .await;
+    let mut client = server.client().await;
+    let req = tonic::Request::new(text_request(file("tavli/tavli-3p-match.mat"), 2));
+    let (items, end) = until_the_end(&mut client, req).await;
+    let status = end.expect("the analysis finished within 400 ms");
+    assert_eq!(status.code(), Code::DeadlineExceeded, "{status:?}");
+    assert_eq!(
+        status.message(),
+        "the server's --long-request-timeout-seconds (0.4 s) passed"
+    );
+    assert!(matches!(items[0], Item::Record(_)));
+    assert!(turns(&items).len() < 182);
+}
+
+/// A client that stops reading while the analysis runs into its deadline still gets
+/// the stream's end as DEADLINE_EXCEEDED naming the limit once it reads again (the
+/// stream never looks complete): the messages queued, then the error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_stream_still_ends_with_the_deadline() {
+    use tavli_engine::service::analyze::spawn_analysis;
+    use tavli_engine::service::limits::{Deadline, DeadlineLimit};
+    use tavli_engine::service::TavliEngineService;
+    use tokio_stream::StreamExt;
+    let svc = TavliEngineService::new(Some(Arc::new(Engine::load_default())), 2, None);
+    let prepared = svc
+        .prepare_analysis(&text_request(file("tavli/tavli-3p-match.mat"), 0))
+        .unwrap();
+    let after = Duration::from_millis(500);
+    let deadline = Deadline {
+        at: Instant::now() + after,
+        limit: DeadlineLimit::Server {
+            flag: "long-request-timeout-seconds",
+            after,
+        },
+    };
+    let stream = spawn_analysis(
+        prepared,
+        Some(deadline),
+        tavli_engine::eval::CancelToken::new(),
+        (),
+    );
+    // Nothing read until well after the deadline.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let all: Vec<_> = stream.collect().await;
+    let (last, messages) = all.split_last().unwrap();
+    assert!(messages.iter().all(Result::is_ok));
+    assert!(messages.len() < 182, "{}", messages.len());
+    let status = last.as_ref().unwrap_err();
+    assert_eq!(status.code(), Code::DeadlineExceeded, "{status:?}");
+    assert_eq!(
+        status.message(),
+        "the server's --long-request-timeout-seconds (0.5 s) passed"
+    );
+}
+
+/// With the server's defaults an analysis runs under
+/// `--long-request-timeout-seconds` (600 s), not `--request-timeout-seconds` (30 s):
+/// the reported case, a 600 s client deadline, reaches the work whole, and without
+/// a client deadline the work has the server's 600 s. At 0.078 s of one core per
+/// turn at 2 plies (docs/api.md, "Deadlines and the cost of the long calls"), a
+/// 7-game match (about 500 turns) is about 40 s of one core:
+/// `seven_games_at_two_plies_fit_the_defaults` runs one (202 s on a busy machine).
+#[tokio::test]
+async fn an_analysis_has_the_long_limit_by_default() {
+    assert_eq!(
+        ServerConfig::default().long_request_timeout,
+        Some(Duration::from_secs(600))
+    );
+    assert_eq!(
+        ServerConfig::default().request_timeout,
+        Some(Duration::from_secs(30))
+    );
+    let server = start_with(ServerConfig::default()).await;
+    let mut client = server.client().await;
+    let text =
+        " 1 point match\n\n Game 1 Portes opening 4-2\n alice : 0      bob : 0\n  1) 31: 8/5 6/5\n";
+    for client_deadline in [Some(Duration::from_secs(600)), None] {
+        let mut req = tonic::Request::new(text_request(text.to_string(), 2));
+        if let Some(d) = client_deadline {
+            req.set_timeout(d);
+        }
+        let sent = Instant::now();
+        let (items, end) = until_the_end(&mut client, req).await;
+        assert!(end.is_none(), "{end:?}");
+        assert!(matches!(items.last(), Some(Item::Summary(_))));
+        let left = server
+            .deadline
+            .lock()
+            .unwrap()
+            .expect("a deadline")
+            .saturating_duration_since(sent);
+        // Set when the server received the request, after `sent`.
+        assert!(
+            left >= Duration::from_secs(600) && left <= Duration::from_secs(600) + sent.elapsed(),
+            "{client_deadline:?}: {left:?}"
+        );
+    }
+}
+
+/// A match of `games` games (Portes, Plakoto, Fevga, ...) played by the committed
+/// nets at 0 ply with seeded dice, as a structured record: each game to its end, the
+/// winner starting the next (R2).
+fn self_play_match(games: usize, seed: u64) -> pb::MatchRecord {
+    use rand::{Rng, SeedableRng};
+    use tavli_engine::rules::{legal_plays, Side, Variant};
+    let engine = Engine::load_default();
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let mut starter = Side::White;
+    let mut variant = Variant::Portes;
+    let mut out = Vec::new();
+    for _ in 0..games {
+        let mut pos = Position::start(variant, starter);
+        let mut turns = Vec::new();
+        let winner = loop {
+            let dice = Dice::new(rng.random_range(1..=6), rng.random_range(1..=6)).unwrap();
+            let play = match legal_plays(&pos, dice).unwrap().len() {
+                1 => legal_plays(&pos, dice).unwrap().remove(0),
+                _ => {
+                    engine
+                        .rank_plays(&pos, dice, EvalOptions::default())
+                        .unwrap()
+                        .remove(0)
+                        .play
+                }
+            };
+            turns.push(pb::RecordedTurn {
+                dice: Some(tavli_engine::service::convert::dice_to_pb(dice)),
+                play: play.notation.to_string(),
+            });
+            pos = play.position;
+            if let Some(o) = play.outcome {
+                break o.winner;
+            }
+        };
+        out.push(pb::RecordedGame {
+            variant: tavli_engine::service::convert::variant_to_pb(variant) as i32,
+            starter: tavli_engine::service::convert::side_to_pb(Some(starter)) as i32,
+            turns,
+            ..Default::default()
+        });
+        starter = winner.unwrap_or(Side::White);
+        variant = variant.next_in_match();
+    }
+    pb::MatchRecord {
+        games: out,
+        ..Default::default()
+    }
+}
+
+/// The reported case whole: a 7-game match (533 turns) analysed at 2 plies with the
+/// server's defaults and a 600 s client deadline completes. About 40 s of one core,
+/// 202 s on a busy 2-core machine (so ignored, over a minute): `cargo test --release
+/// --test analyze_service -- --ignored seven_games`.
+#[tokio::test]
+#[ignore]
+async fn seven_games_at_two_plies_fit_the_defaults() {
+    let server = start_with(ServerConfig::default()).await;
+    let mut client = server.client().await;
+    let record = self_play_match(7, 33);
+    let turns_in_record: usize = record.games.iter().map(|g| g.turns.len()).sum();
+    let mut req = tonic::Request::new(pb::AnalyzeGameRequest {
+        record: Some(Record::Structured(record)),
+        plies: 2,
+        ..Default::default()
+    });
+    req.set_timeout(Duration::from_secs(600));
+    let t = Instant::now();
+    let (items, end) = until_the_end(&mut client, req).await;
+    assert!(end.is_none(), "{end:?} after {:?}", t.elapsed());
+    assert_eq!(turns(&items).len(), turns_in_record);
+    assert!(matches!(items.last(), Some(Item::Summary(s)) if s.games == 7));
+    eprintln!(
+        "7 games, {turns_in_record} turns at 2 plies: {:.1} s",
+        t.elapsed().as_secs_f64()
+    );
 }
 
 #[tokio::test]

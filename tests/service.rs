@@ -1342,7 +1342,8 @@ async fn client_deadline_is_honoured() {
     server.shutdown().await.unwrap();
 }
 
-/// The server's own request timeout answers DEADLINE_EXCEEDED (and is counted).
+/// The server's own request timeout answers DEADLINE_EXCEEDED naming its flag (and
+/// is counted).
 #[tokio::test]
 async fn server_request_timeout_is_deadline_exceeded() {
     let (mut config, eval) = slow_config(Duration::from_millis(800), 8);
@@ -1352,6 +1353,11 @@ async fn server_request_timeout_is_deadline_exceeded() {
     let t = Instant::now();
     let e = c.evaluate(eval_req(None)).await.unwrap_err();
     assert_eq!(e.code(), Code::DeadlineExceeded, "{e:?}");
+    assert_eq!(
+        e.message(),
+        "the server's --request-timeout-seconds (0.2 s) passed; AnalyzeGame, Rollout and \
+         EvaluateBatch have --long-request-timeout-seconds"
+    );
     assert!(
         t.elapsed() < Duration::from_millis(700),
         "{:?}",

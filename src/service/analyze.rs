@@ -7,6 +7,7 @@
 use super::api::TavliEngineService;
 use super::convert;
 use super::error::ServiceError;
+use super::limits::{name_deadline, Deadline};
 use super::pb;
 use crate::analysis::{self, AnalysisOptions, Event, LuckMark, PlayerStats, RolloutCheck};
 use crate::eval::{CancelToken, PositionEvaluator};
@@ -360,10 +361,13 @@ pub fn run_analysis(
     Ok(())
 }
 
-/// The `AnalyzeGame` response stream: the messages of the analysis task; dropping it
-/// (the client cancelled or went away, the server shut down) cancels the task's work.
+/// The `AnalyzeGame` response stream: the messages of the analysis task, then its
+/// final error if it could not be queued (a client that stopped reading: the stream
+/// still ends with it once read, never looking complete); dropping it (the client
+/// cancelled or went away, the server shut down) cancels the task's work.
 pub struct CancelOnDrop {
     rx: tokio::sync::mpsc::Receiver<Result<pb::AnalyzeGameResponse, Status>>,
+    last: Arc<std::sync::Mutex<Option<Status>>>,
     token: CancelToken,
 }
 
@@ -371,7 +375,14 @@ impl tokio_stream::Stream for CancelOnDrop {
     type Item = Result<pb::AnalyzeGameResponse, Status>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        self.rx.poll_recv(cx)
+        match self.rx.poll_recv(cx) {
+            // The task has ended (its sender is dropped after `last` is set).
+            Poll::Ready(None) => {
+                let last = self.last.lock().ok().and_then(|mut l| l.take());
+                Poll::Ready(last.map(Err))
+            }
+            other => other,
+        }
     }
 }
 
@@ -390,19 +401,24 @@ pub const STALL_LIMIT: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// Starts a prepared analysis on the blocking pool and returns its stream. A message
 /// waits for room in the stream at most until the deadline (at most [`STALL_LIMIT`]),
-/// so a client that stops reading cannot hold the task for ever.
+/// so a client that stops reading cannot hold the task for ever. The deadline ends
+/// the stream with `DEADLINE_EXCEEDED` naming its limit ([`Deadline::passed`]), also
+/// for a client that was not reading then.
 /// `token` (a child of the server's token) stops it, as does dropping the stream;
 /// `hold` (the deep-search slot) is kept until the analysis has stopped.
 pub fn spawn_analysis<H: Send + 'static>(
     prepared: PreparedAnalysis,
-    deadline: Option<Instant>,
+    named: Option<Deadline>,
     token: CancelToken,
     hold: H,
 ) -> CancelOnDrop {
+    let deadline = named.map(|d| d.at);
     let (tx, rx) = tokio::sync::mpsc::channel(STREAM_BUFFER);
+    let last = Arc::new(std::sync::Mutex::new(None));
     let (work_token, request_token) = (token.clone(), token.clone());
     let span = tracing::Span::current();
     let handle = tokio::runtime::Handle::current();
+    let task_last = last.clone();
     tokio::task::spawn_blocking(move || {
         let _hold = hold;
         span.in_scope(|| {
@@ -421,28 +437,42 @@ pub fn spawn_analysis<H: Send + 'static>(
                     }
                 }
             });
+            let passed = || deadline.is_some_and(|d| Instant::now() >= d);
             let status = match r {
                 Ok(()) => return,
-                Err(_) if late && deadline.is_some_and(|d| Instant::now() >= d) => {
-                    Status::deadline_exceeded("deadline exceeded while the client was not reading")
-                }
+                Err(_) if late && passed() => Status::from(name_deadline(
+                    ServiceError::DeadlineExceeded(String::new()),
+                    named.as_ref(),
+                )),
                 Err(_) if late => Status::cancelled(format!(
                     "the client read nothing for {} s",
                     STALL_LIMIT.as_secs()
                 )),
-                Err(e) => Status::from(e.shutdown_if(&request_token, "analysis")),
+                Err(e) => Status::from(name_deadline(
+                    e.shutdown_if(&request_token, "analysis"),
+                    named.as_ref(),
+                )),
             };
-            if late {
+            let sent = if late {
                 // A stalled client: no waiting for room again.
-                let _ = tx.try_send(Err(status));
+                tx.try_send(Err(status.clone())).is_ok()
             } else {
                 // The stream must end with the error, not look complete: a reading
                 // client gets a little time to take it (nobody listens after a
                 // cancellation).
                 let grace = std::time::Duration::from_secs(5);
-                let _ = handle.block_on(tokio::time::timeout(grace, tx.send(Err(status))));
+                matches!(
+                    handle.block_on(tokio::time::timeout(grace, tx.send(Err(status.clone())))),
+                    Ok(Ok(()))
+                )
+            };
+            if !sent {
+                // No room: the stream gives it after the messages queued.
+                if let Ok(mut l) = task_last.lock() {
+                    *l = Some(status);
+                }
             }
         })
     });
-    CancelOnDrop { rx, token }
+    CancelOnDrop { rx, last, token }
 }

@@ -49,8 +49,13 @@ pub struct ServerConfig {
     pub concurrency_limit: usize,
     /// Deepest `Evaluate` search accepted (default and maximum [`MAX_PLIES`]).
     pub max_plies: u8,
-    /// Server-side limit per RPC, on top of the client's deadline (default 30 s).
+    /// Server-side limit per RPC, on top of the client's deadline (default 30 s),
+    /// except the long RPCs ([`super::limits::LONG_RPCS`]).
     pub request_timeout: Option<Duration>,
+    /// Server-side limit of the long RPCs, `AnalyzeGame`, `Rollout` and
+    /// `EvaluateBatch`, on top of the client's deadline (default
+    /// [`DEFAULT_LONG_REQUEST_TIMEOUT`]).
+    pub long_request_timeout: Option<Duration>,
     /// The evaluator behind `Evaluate`; `None` → `UNIMPLEMENTED`.
     pub evaluator: Option<Arc<dyn PositionEvaluator>>,
     /// Most trials of one `Rollout` (default
@@ -115,6 +120,13 @@ pub struct ServerConfig {
     pub web_idle_timeout: Duration,
 }
 
+/// The default of `--long-request-timeout-seconds`: 600 s. A 7-game match analysed
+/// at 2 plies (about 500 turns at 0.078 s of one core each, docs/api.md "Deadlines
+/// and the cost of the long calls") is about 40 s of one core, and took 202 s on a
+/// busy 2-core machine: the limit leaves room for a busier server, and still bounds
+/// a forgotten request.
+pub const DEFAULT_LONG_REQUEST_TIMEOUT: Duration = Duration::from_secs(600);
+
 /// The number of CPUs this process may use (cgroup quotas included), at least 1.
 pub fn cpus() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
@@ -128,6 +140,7 @@ impl Default for ServerConfig {
             concurrency_limit: 256,
             max_plies: MAX_PLIES,
             request_timeout: Some(Duration::from_secs(30)),
+            long_request_timeout: Some(DEFAULT_LONG_REQUEST_TIMEOUT),
             evaluator: None,
             max_rollout_trials: super::api::DEFAULT_MAX_ROLLOUT_TRIALS,
             max_connections: 1024,
@@ -161,6 +174,7 @@ impl std::fmt::Debug for ServerConfig {
             .field("concurrency_limit", &self.concurrency_limit)
             .field("max_plies", &self.max_plies)
             .field("request_timeout", &self.request_timeout)
+            .field("long_request_timeout", &self.long_request_timeout)
             .field("evaluator", &self.evaluator.is_some())
             .field("max_rollout_trials", &self.max_rollout_trials)
             .field("max_connections", &self.max_connections)
@@ -249,6 +263,9 @@ impl ServerConfig {
         secs("drain-seconds", self.drain, 0.0)?;
         if let Some(t) = self.request_timeout {
             secs("request-timeout-seconds", t, 0.0)?;
+        }
+        if let Some(t) = self.long_request_timeout {
+            secs("long-request-timeout-seconds", t, 0.0)?;
         }
         secs("handshake-timeout-seconds", self.handshake_timeout, 0.01)?;
         secs("idle-timeout-seconds", self.idle_timeout, 0.01)?;
@@ -425,7 +442,7 @@ pub async fn serve_with_web(
     // The stack of one connection (its admission counts on the connection), the same
     // for the gRPC port and the page's gRPC-Web calls.
     let metrics_layer = MetricsLayer::new(m.clone());
-    let deadline_layer = DeadlineLayer::new(config.request_timeout);
+    let deadline_layer = DeadlineLayer::new(config.request_timeout, config.long_request_timeout);
     let admit = admission.clone();
     let stack = move |conn: Arc<ConnState>| {
         tower::ServiceBuilder::new()
