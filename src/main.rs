@@ -111,6 +111,13 @@ struct ServeArgs {
     /// Log format; the filter is RUST_LOG (default "info").
     #[arg(long, env = "TAVLI_LOG_FORMAT", value_enum, default_value = "text")]
     log_format: LogFormat,
+    /// Calls that take this many milliseconds or more are logged at INFO whatever
+    /// their status (other calls: errors of the server at INFO or WARN, the rest at
+    /// DEBUG; docs/operations.md "Logs and traces").
+    #[arg(long, env = "TAVLI_LOG_SLOW_CALLS_MS",
+          default_value_t = tavli_engine::telemetry::DEFAULT_SLOW_CALL.as_millis() as u64,
+          value_parser = clap::value_parser!(u64).range(0..=86_400_000))]
+    log_slow_calls_ms: u64,
     /// Seconds in-flight RPCs may run after SIGTERM/SIGINT; then the remaining work is
     /// cancelled and the server exits.
     #[arg(long, env = "TAVLI_DRAIN_SECONDS", default_value_t = 10)]
@@ -441,6 +448,7 @@ fn serve(args: ServeArgs) -> Result<(), BoxError> {
         compress_responses: args.compress_responses,
         web_max_connections: args.web_max_connections,
         web_idle_timeout: secs(args.web_idle_timeout_seconds),
+        log_slow_calls: Some(Duration::from_millis(args.log_slow_calls_ms)),
     };
     // A bad setting is an error at start-up (exit status 2), before anything runs.
     config.validate()?;

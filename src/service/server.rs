@@ -118,6 +118,10 @@ pub struct ServerConfig {
     /// A connection of the analysis page with no request in flight this long is
     /// closed (default 60 s).
     pub web_idle_timeout: Duration,
+    /// A call that takes this long or longer is logged at `INFO` whatever its status
+    /// (default [`crate::telemetry::DEFAULT_SLOW_CALL`], 500 ms); `None`: calls are
+    /// logged by their status only ([`crate::telemetry::call_level`]).
+    pub log_slow_calls: Option<Duration>,
 }
 
 /// The default of `--long-request-timeout-seconds`: 600 s. A 7-game match analysed
@@ -162,6 +166,7 @@ impl Default for ServerConfig {
             compress_responses: false,
             web_max_connections: 64,
             web_idle_timeout: Duration::from_secs(60),
+            log_slow_calls: Some(crate::telemetry::DEFAULT_SLOW_CALL),
         }
     }
 }
@@ -202,6 +207,7 @@ impl std::fmt::Debug for ServerConfig {
             .field("compress_responses", &self.compress_responses)
             .field("web_max_connections", &self.web_max_connections)
             .field("web_idle_timeout", &self.web_idle_timeout)
+            .field("log_slow_calls", &self.log_slow_calls)
             .finish()
     }
 }
@@ -278,6 +284,14 @@ impl ServerConfig {
         )?;
         secs("send-timeout-seconds", self.send_timeout, 0.01)?;
         secs("web-idle-timeout-seconds", self.web_idle_timeout, 0.01)?;
+        if let Some(t) = self.log_slow_calls {
+            range(
+                "log-slow-calls-ms",
+                t.as_millis(),
+                0,
+                (MAX_SECONDS * 1000.0) as u128,
+            )?;
+        }
         let one_message = self.max_message_bytes + 5;
         if self.max_connection_buffered_bytes < one_message {
             return Err(format!(
@@ -441,7 +455,7 @@ pub async fn serve_with_web(
     );
     // The stack of one connection (its admission counts on the connection), the same
     // for the gRPC port and the page's gRPC-Web calls.
-    let metrics_layer = MetricsLayer::new(m.clone());
+    let metrics_layer = MetricsLayer::new(m.clone()).slow_calls(config.log_slow_calls);
     let deadline_layer = DeadlineLayer::new(config.request_timeout, config.long_request_timeout);
     let admit = admission.clone();
     let stack = move |conn: Arc<ConnState>| {
