@@ -605,15 +605,7 @@ fn analyze_turn(
 ) -> Result<TurnAnalysis, EvalError> {
     opts.check()?;
     let ranked = evaluator.rank_plays(&t.position, t.dice, opts.eval(opts.plies))?;
-    let Grade {
-        best,
-        best_equity,
-        played_equity,
-        played_probabilities,
-        error,
-        mark,
-        ..
-    } = grade_play(
+    let g = grade_play(
         evaluator,
         &t.play,
         t.legal_plays,
@@ -644,12 +636,12 @@ fn analyze_turn(
         written: t.written.trim().to_string(),
         play: t.play.clone(),
         legal_plays: t.legal_plays,
-        best,
-        best_equity,
-        played_equity,
-        played_probabilities,
-        error,
-        mark,
+        best: g.best,
+        best_equity: g.best_equity,
+        played_equity: g.played_equity,
+        played_probabilities: g.played_probabilities,
+        error: g.error,
+        mark: g.mark,
         equity_before,
         equity_after_roll,
         luck,
@@ -657,7 +649,7 @@ fn analyze_turn(
         evaluation: format!("{}-ply", opts.plies),
         rollout: None,
     };
-    if let Some(check) = opts.rollout.filter(|_| mark != Mark::None) {
+    if let Some(check) = opts.rollout.filter(|_| ta.mark != Mark::None) {
         roll_out_turn(evaluator, &mut ta, &ranked, &check, opts)?;
     }
     Ok(ta)

@@ -148,15 +148,9 @@ async fn tavli_match_streams_every_turn_then_the_summaries() {
     };
     assert_eq!((r.match_length, r.games, r.turns as usize), (3, 3, turns));
     assert_eq!(r.text, text);
-    let turn_items: Vec<&pb::TurnAnalysis> = items
-        .iter()
-        .filter_map(|i| match i {
-            Item::Turn(t) => Some(t),
-            _ => None,
-        })
-        .collect();
+    let turn_items = self::turns(&items);
     assert_eq!(turn_items.len(), turns);
-    let first = turn_items[0];
+    let first = &turn_items[0];
     assert_eq!(
         (
             first.game,
@@ -173,15 +167,8 @@ async fn tavli_match_streams_every_turn_then_the_summaries() {
     assert!(turn_items
         .iter()
         .all(|t| t.error >= 0.0 && t.evaluation == "0-ply"));
-    let games: Vec<&pb::GameSummary> = items
-        .iter()
-        .filter_map(|i| match i {
-            Item::Game(g) => Some(g),
-            _ => None,
-        })
-        .collect();
     assert_eq!(
-        games
+        games(&items)
             .iter()
             .map(|g| (g.variant, g.result.as_str()))
             .collect::<Vec<_>>(),
@@ -215,13 +202,7 @@ async fn gnubg_export_is_analysed_with_its_cube_actions_noted() {
         text_request(file("mat/gnubg-5p-drop-left.mat"), 0),
     )
     .await;
-    let notes: Vec<Vec<String>> = items
-        .iter()
-        .filter_map(|i| match i {
-            Item::Game(g) => Some(g.notes.clone()),
-            _ => None,
-        })
-        .collect();
+    let notes: Vec<Vec<String>> = games(&items).into_iter().map(|g| g.notes).collect();
     assert_eq!(
         notes[0],
         ["2 cube actions read and not analysed: Tavli is cubeless; the plays are analysed cubeless"]
@@ -706,15 +687,25 @@ async fn structured_records_are_bounded() {
     );
 }
 
+/// The messages of one kind of an AnalyzeGame stream, `pick` saying which.
+fn of_kind<T: Clone>(items: &[Item], pick: impl Fn(&Item) -> Option<&T>) -> Vec<T> {
+    items.iter().filter_map(pick).cloned().collect()
+}
+
 /// The turns of an AnalyzeGame stream.
 fn turns(items: &[Item]) -> Vec<pb::TurnAnalysis> {
-    items
-        .iter()
-        .filter_map(|i| match i {
-            Item::Turn(t) => Some(t.clone()),
-            _ => None,
-        })
-        .collect()
+    of_kind(
+        items,
+        |i| if let Item::Turn(t) = i { Some(t) } else { None },
+    )
+}
+
+/// The game summaries of an AnalyzeGame stream.
+fn games(items: &[Item]) -> Vec<pb::GameSummary> {
+    of_kind(
+        items,
+        |i| if let Item::Game(g) = i { Some(g) } else { None },
+    )
 }
 
 /// Grades each turn's play with `Evaluate` (`grade`) and checks that the loss, the
@@ -900,13 +891,7 @@ async fn resigned_and_timed_out_games_are_analysed() {
         (analysed[3].game, analysed[3].turn, analysed[3].side),
         (2, 1, pb::Side::White as i32)
     );
-    let summaries: Vec<&pb::GameSummary> = items
-        .iter()
-        .filter_map(|i| match i {
-            Item::Game(g) => Some(g),
-            _ => None,
-        })
-        .collect();
+    let summaries = games(&items);
     assert_eq!(summaries[0].result, "white wins 1 (resignation)");
     assert_eq!(summaries[0].notes, ["ended by resignation"]);
     assert_eq!(summaries[1].result, "black wins 2 (time-out)");

@@ -41,6 +41,17 @@ impl Capture {
             .map(str::to_string)
             .collect()
     }
+
+    /// Exactly one `rpc finished` line since the last look, at `INFO`, with each of
+    /// `fields`.
+    fn one_info_line(&self, fields: &[&str]) {
+        let lines = self.take_calls();
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert!(lines[0].contains(" INFO "), "{}", lines[0]);
+        for f in fields {
+            assert!(lines[0].contains(f), "{f}: {}", lines[0]);
+        }
+    }
 }
 
 fn evaluate(plies: u32) -> pb::EvaluateRequest {
@@ -74,6 +85,13 @@ async fn only_errors_of_the_server_and_slow_calls_are_logged_by_default() {
     let mut c = server.client().await;
 
     // A burst of ordinary calls, an expected client error among them.
+    let legal = |die1| pb::ListLegalPlaysRequest {
+        position: Some(pb::list_legal_plays_request::Position::PositionId(
+            PORTES_START.into(),
+        )),
+        dice: Some(pb::Dice { die1, die2: 5 }),
+        detail: 0,
+    };
     for _ in 0..40 {
         c.get_starting_position(pb::GetStartingPositionRequest {
             variant: pb::Variant::Fevga as i32,
@@ -81,45 +99,16 @@ async fn only_errors_of_the_server_and_slow_calls_are_logged_by_default() {
         })
         .await
         .unwrap();
-        c.list_legal_plays(pb::ListLegalPlaysRequest {
-            position: Some(pb::list_legal_plays_request::Position::PositionId(
-                PORTES_START.into(),
-            )),
-            dice: Some(pb::Dice { die1: 6, die2: 5 }),
-            detail: 0,
-        })
-        .await
-        .unwrap();
+        c.list_legal_plays(legal(6)).await.unwrap();
     }
-    let bad = c
-        .list_legal_plays(pb::ListLegalPlaysRequest {
-            position: Some(pb::list_legal_plays_request::Position::PositionId(
-                PORTES_START.into(),
-            )),
-            dice: Some(pb::Dice { die1: 7, die2: 5 }),
-            detail: 0,
-        })
-        .await
-        .unwrap_err();
+    let bad = c.list_legal_plays(legal(7)).await.unwrap_err();
     assert_eq!(bad.code(), Code::InvalidArgument);
     assert_eq!(capture.take_calls(), Vec::<String>::new());
 
     // The server's limit stops a 2-ply search: one INFO line.
     let e = c.evaluate(evaluate(2)).await.unwrap_err();
     assert_eq!(e.code(), Code::DeadlineExceeded, "{e:?}");
-    let lines = capture.take_calls();
-    assert_eq!(lines.len(), 1, "{lines:?}");
-    assert!(lines[0].contains(" INFO "), "{}", lines[0]);
-    assert!(
-        lines[0].contains("grpc.method=\"Evaluate\""),
-        "{}",
-        lines[0]
-    );
-    assert!(
-        lines[0].contains("grpc.code=\"DeadlineExceeded\""),
-        "{}",
-        lines[0]
-    );
+    capture.one_info_line(&["grpc.method=\"Evaluate\"", "grpc.code=\"DeadlineExceeded\""]);
 
     // A slow call that succeeds: 2-ply rankings of 3-3 from the Portes start (about
     // 0.4 s each) in a batch: one INFO line, marked slow.
@@ -130,15 +119,10 @@ async fn only_errors_of_the_server_and_slow_calls_are_logged_by_default() {
         .await
         .unwrap();
     assert_eq!(batch.into_inner().responses.len(), 2);
-    let lines = capture.take_calls();
-    assert_eq!(lines.len(), 1, "{lines:?}");
-    assert!(lines[0].contains(" INFO "), "{}", lines[0]);
-    assert!(
-        lines[0].contains("grpc.method=\"EvaluateBatch\""),
-        "{}",
-        lines[0]
-    );
-    assert!(lines[0].contains("grpc.code=\"OK\""), "{}", lines[0]);
-    assert!(lines[0].contains("slow=true"), "{}", lines[0]);
+    capture.one_info_line(&[
+        "grpc.method=\"EvaluateBatch\"",
+        "grpc.code=\"OK\"",
+        "slow=true",
+    ]);
     server.shutdown().await.unwrap();
 }

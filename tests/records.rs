@@ -198,17 +198,7 @@ fn tavli_match_reads_and_writes_back() {
             variant: g.variant,
             starter: None,
             opening: g.opening,
-            turns: g
-                .actions
-                .iter()
-                .map(|a| match &a.kind {
-                    ActionKind::Play(t) => TurnInput {
-                        dice: t.dice,
-                        play: t.play.notation.to_string(),
-                    },
-                    other => panic!("{other:?}"),
-                })
-                .collect(),
+            turns: structured_turns(g),
             result: None,
         })
         .collect();
@@ -315,11 +305,9 @@ fn tavli_data(name: &str) -> String {
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
-/// The turns of game `g` of the committed Tavli match, as structured turns.
-fn match_turns(g: usize) -> Vec<TurnInput> {
-    let r = MatchRecord::parse(&tavli_data("tavli-3p-match.mat")).unwrap();
-    r.games[g]
-        .actions
+/// The turns of a game of plays only, as structured turns (the engine's notation).
+fn structured_turns(g: &tavli_engine::record::GameRecord) -> Vec<TurnInput> {
+    g.actions
         .iter()
         .map(|a| match &a.kind {
             ActionKind::Play(t) => TurnInput {
@@ -329,6 +317,12 @@ fn match_turns(g: usize) -> Vec<TurnInput> {
             other => panic!("{other:?}"),
         })
         .collect()
+}
+
+/// The turns of game `g` of the committed Tavli match, as structured turns.
+fn match_turns(g: usize) -> Vec<TurnInput> {
+    let r = MatchRecord::parse(&tavli_data("tavli-3p-match.mat")).unwrap();
+    structured_turns(&r.games[g])
 }
 
 fn off_board(winner: Side, points: u8, reason: OutcomeReason) -> Option<rules::Outcome> {
@@ -423,7 +417,7 @@ fn resigned_and_timed_out_games_are_recorded() {
     // Errors, each naming the game and its result.
     let err = |games: &[GameInput]| {
         let e = MatchRecord::from_games(5, players(), games).unwrap_err();
-        assert_eq!((e.part, e.turn_index), (Some("result"), None), "{e}");
+        assert_eq!((e.in_result, e.turn_index), (true, None), "{e}");
         (e.game_index, e.to_string())
     };
     let mut bad = games.clone();

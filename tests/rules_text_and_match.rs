@@ -467,93 +467,49 @@ fn match_rejects_outcomes_that_cannot_end_the_game_played() {
 /// docs/api.md "Resignation and time-out"): a win like any other for the match.
 #[test]
 fn resignations_and_time_outs_advance_the_match() {
-    let m = MatchState::new(3).unwrap();
+    use OutcomeReason::{Resignation, TimeOut};
+    let off_board = |winner, points, reason| Outcome {
+        winner,
+        points,
+        reason,
+    };
+    let seen = |m: &MatchState| (m.variant, m.starter, m.score, m.games_played, m.winner);
+    let (white, black) = (Some(Side::White), Some(Side::Black));
     // R2: Portes resigned by White for 2 points: Black has 2, Plakoto next, Black
     // (the winner) starts it.
-    let m = m
-        .advance(&Outcome {
-            winner: Some(Side::Black),
-            points: 2,
-            reason: OutcomeReason::Resignation,
-        })
-        .unwrap();
-    assert_eq!(
-        (m.variant, m.starter, m.score, m.games_played, m.winner),
-        (Variant::Plakoto, Some(Side::Black), [0, 2], 1, None)
-    );
+    let m = MatchState::new(3).unwrap();
+    let m = m.advance(&off_board(black, 2, Resignation)).unwrap();
+    assert_eq!(seen(&m), (Variant::Plakoto, black, [0, 2], 1, None));
     // Plakoto lost by Black on time, 1 point: Fevga next, White starts (R2).
-    let m = m
-        .advance(&Outcome {
-            winner: Some(Side::White),
-            points: 1,
-            reason: OutcomeReason::TimeOut,
-        })
-        .unwrap();
-    assert_eq!(
-        (m.variant, m.starter, m.score, m.games_played, m.winner),
-        (Variant::Fevga, Some(Side::White), [1, 2], 2, None)
-    );
+    let m = m.advance(&off_board(white, 1, TimeOut)).unwrap();
+    assert_eq!(seen(&m), (Variant::Fevga, white, [1, 2], 2, None));
     // A 1-point resignation takes Black to the length: match over.
-    let m = m
-        .advance(&Outcome {
-            winner: Some(Side::Black),
-            points: 1,
-            reason: OutcomeReason::Resignation,
-        })
-        .unwrap();
-    assert_eq!(
-        (m.variant, m.starter, m.score, m.winner),
-        (
-            Variant::Portes,
-            Some(Side::Black),
-            [1, 3],
-            Some(Side::Black)
-        )
-    );
+    let m = m.advance(&off_board(black, 1, Resignation)).unwrap();
+    assert_eq!(seen(&m), (Variant::Portes, black, [1, 3], 3, black));
     // R7: no 3-point games, no 0-point resignation, and a resignation or time-out
     // has a winner.
     let fresh = MatchState::new(5).unwrap();
-    for (winner, points, reason, field, reason_text) in [
-        (
-            Some(Side::White),
-            3,
-            OutcomeReason::Resignation,
-            "outcome.points",
-            "a resignation result scores 1 or 2, not 3 (R5.5, R7)",
-        ),
-        (
-            Some(Side::White),
-            0,
-            OutcomeReason::TimeOut,
-            "outcome.points",
-            "a time_out result scores 1 or 2, not 0 (R5.5, R7)",
-        ),
-        (
-            None,
-            0,
-            OutcomeReason::Resignation,
-            "outcome.winner",
-            "a resignation result needs a winner",
-        ),
-    ] {
-        assert_eq!(
-            fresh.advance(&Outcome {
-                winner,
-                points,
-                reason
-            }),
-            Err(RulesError::invalid(field, reason_text))
-        );
-    }
-    // The time-out's points follow the loser's borne-off checkers (R7's mars).
-    assert_eq!(OutcomeReason::time_out_points(0), 2);
-    assert_eq!(OutcomeReason::time_out_points(1), 1);
-    assert_eq!(OutcomeReason::time_out_points(14), 1);
+    let refused = |o| match fresh.advance(&o) {
+        Err(RulesError::Invalid { field, reason }) => format!("{field}: {reason}"),
+        other => panic!("{other:?}"),
+    };
     assert_eq!(
-        (
-            OutcomeReason::Resignation.name(),
-            OutcomeReason::TimeOut.name()
-        ),
+        refused(off_board(white, 3, Resignation)),
+        "outcome.points: a resignation result scores 1 or 2, not 3 (R5.5, R7)"
+    );
+    assert_eq!(
+        refused(off_board(white, 0, TimeOut)),
+        "outcome.points: a time_out result scores 1 or 2, not 0 (R5.5, R7)"
+    );
+    assert_eq!(
+        refused(off_board(None, 0, Resignation)),
+        "outcome.winner: a resignation result needs a winner"
+    );
+    // The time-out's points follow the loser's borne-off checkers (R7's mars).
+    let points = [0, 1, 14].map(OutcomeReason::time_out_points);
+    assert_eq!(points, [2, 1, 1]);
+    assert_eq!(
+        (Resignation.name(), TimeOut.name()),
         ("resignation", "time_out")
     );
 }

@@ -579,96 +579,43 @@ async fn opening_roll_and_match_cycle() {
 /// starts the next game.
 #[tokio::test]
 async fn advance_match_takes_resignations_and_time_outs() {
+    use pb::OutcomeReason::{Resignation, TimeOut};
     let server = TestServer::default().await;
     let mut c = server.client().await;
-    let outcome = |w: pb::Side, points, reason: pb::OutcomeReason| pb::GameOutcome {
-        winner: w as i32,
-        points,
-        reason: reason as i32,
-    };
-    let advance = |state: pb::MatchState, o: pb::GameOutcome| pb::AdvanceMatchRequest {
-        match_state: Some(state),
-        outcome: Some(o),
-    };
+    let mut advance =
+        async |state: pb::MatchState, w: pb::Side, points, reason: pb::OutcomeReason| {
+            let req = pb::AdvanceMatchRequest {
+                match_state: Some(state),
+                outcome: Some(pb::GameOutcome {
+                    winner: w as i32,
+                    points,
+                    reason: reason as i32,
+                }),
+            };
+            c.advance_match(req)
+                .await
+                .map(|r| r.into_inner().match_state.unwrap())
+        };
+    // (score White, score Black, next variant, starter, match winner)
+    let seen = |m: &pb::MatchState| (m.score_white, m.score_black, m.variant, m.starter, m.winner);
     let new_match = pb::MatchState {
         length: 3,
         variant: pb::Variant::Portes as i32,
         ..Default::default()
     };
-    let state = c
-        .advance_match(advance(
-            new_match,
-            outcome(pb::Side::Black, 2, pb::OutcomeReason::Resignation),
-        ))
+    let (white, black) = (pb::Side::White as i32, pb::Side::Black as i32);
+    let m = advance(new_match, pb::Side::Black, 2, Resignation)
         .await
-        .unwrap()
-        .into_inner()
-        .match_state
         .unwrap();
-    assert_eq!(
-        (
-            state.score_white,
-            state.score_black,
-            state.variant,
-            state.starter,
-            state.opening_roll_needed,
-            state.games_played
-        ),
-        (
-            0,
-            2,
-            pb::Variant::Plakoto as i32,
-            pb::Side::Black as i32,
-            false,
-            1
-        )
-    );
-    let state = c
-        .advance_match(advance(
-            state,
-            outcome(pb::Side::White, 1, pb::OutcomeReason::TimeOut),
-        ))
-        .await
-        .unwrap()
-        .into_inner()
-        .match_state
-        .unwrap();
-    assert_eq!(
-        (
-            state.score_white,
-            state.score_black,
-            state.variant,
-            state.starter,
-            state.match_over
-        ),
-        (
-            1,
-            2,
-            pb::Variant::Fevga as i32,
-            pb::Side::White as i32,
-            false
-        )
-    );
-    let over = c
-        .advance_match(advance(
-            state,
-            outcome(pb::Side::Black, 1, pb::OutcomeReason::Resignation),
-        ))
-        .await
-        .unwrap()
-        .into_inner()
-        .match_state
-        .unwrap();
-    assert_eq!(
-        (over.score_black, over.winner, over.match_over),
-        (3, pb::Side::Black as i32, true)
-    );
+    assert_eq!(seen(&m), (0, 2, pb::Variant::Plakoto as i32, black, 0));
+    assert!(!m.opening_roll_needed);
+    let m = advance(m, pb::Side::White, 1, TimeOut).await.unwrap();
+    assert_eq!(seen(&m), (1, 2, pb::Variant::Fevga as i32, white, 0));
+    let m = advance(m, pb::Side::Black, 1, Resignation).await.unwrap();
+    assert_eq!(seen(&m), (1, 3, pb::Variant::Portes as i32, black, black));
+    assert!(m.match_over);
     // No winner, or 3 points (R7): INVALID_ARGUMENT naming the field.
-    let e = c
-        .advance_match(advance(
-            new_match,
-            outcome(pb::Side::Unspecified, 0, pb::OutcomeReason::Resignation),
-        ))
+    let e = advance(new_match, pb::Side::Unspecified, 0, Resignation)
         .await
         .unwrap_err();
     assert_invalid(&e, "outcome.winner");
@@ -676,11 +623,7 @@ async fn advance_match_takes_resignations_and_time_outs() {
         e.message(),
         "outcome.winner: a resignation result needs a winner"
     );
-    let e = c
-        .advance_match(advance(
-            new_match,
-            outcome(pb::Side::White, 3, pb::OutcomeReason::TimeOut),
-        ))
+    let e = advance(new_match, pb::Side::White, 3, TimeOut)
         .await
         .unwrap_err();
     assert_invalid(&e, "outcome.points");

@@ -230,8 +230,9 @@ pub struct RecordError {
     pub message: String,
     /// The legal plays (canonical notation) when a play is illegal or ambiguous.
     pub legal: Vec<String>,
-    /// The part of a structured game the error is about, when not a turn: `result`.
-    pub part: Option<&'static str>,
+    /// True when the error is about a structured game's result
+    /// ([`GameInput::result`]) rather than a turn.
+    pub in_result: bool,
 }
 
 impl RecordError {
@@ -245,7 +246,7 @@ impl RecordError {
             turn_index: None,
             message: message.into(),
             legal: Vec::new(),
-            part: None,
+            in_result: false,
         }
     }
 }

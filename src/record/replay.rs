@@ -464,7 +464,7 @@ fn declared_result(
     };
     let err = |m: String| {
         let mut e = ctx.err(None, 0, m);
-        e.part = Some("result");
+        e.in_result = true;
         e
     };
     if let Some(GameEnd {

@@ -136,10 +136,8 @@ fn structured_record(m: &pb::MatchRecord) -> Result<MatchRecord, ServiceError> {
     MatchRecord::from_games(m.match_length, players, &games).map_err(|e| {
         let field = match (e.game_index, e.turn_index) {
             (Some(g), Some(t)) => format!("structured.games[{g}].turns[{t}].play"),
-            (Some(g), None) => match e.part {
-                Some(part) => format!("structured.games[{g}].{part}"),
-                None => format!("structured.games[{g}]"),
-            },
+            (Some(g), None) if e.in_result => format!("structured.games[{g}].result"),
+            (Some(g), None) => format!("structured.games[{g}]"),
             _ => "structured".to_string(),
         };
         ServiceError::invalid(field, record_reason(&e))

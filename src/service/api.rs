@@ -4,7 +4,7 @@
 //! taking the request message and returning the response or a [`ServiceError`]; the
 //! tonic trait implementation only wraps them (and the CLI calls them directly).
 
-use super::convert::{self, PlayRef, PositionInput};
+use super::convert::{self, PositionInput};
 use super::error::{AtField, ServiceError};
 use super::limits::{DeepPermit, DeepSearchLimit};
 use super::pb;
@@ -213,7 +213,7 @@ impl TavliEngineService {
         let pos = convert::position_input(req.position.as_ref().map(PositionInput::from))?;
         record_variant(pos.variant);
         let dice = convert::dice_from_pb(req.dice.as_ref(), "dice")?;
-        let play = resolve_play(&pos, dice, req.play.as_ref().map(PlayRef::from), "play")?;
+        let play = resolve_play(&pos, dice, req.play.as_ref(), "play")?;
         Ok(pb::ApplyPlayResponse {
             position: Some(convert::position_to_pb(&play.position)),
             outcome: play.outcome.as_ref().map(convert::outcome_to_pb),
@@ -280,8 +280,8 @@ impl TavliEngineService {
                 ))
             }
             (Some(g), Some(dice)) => {
-                let play =
-                    resolve_play(&pos, dice, g.play.as_ref().map(PlayRef::from), "grade.play")?;
+                let play = g.play.as_ref().map(as_apply_play);
+                let play = resolve_play(&pos, dice, play.as_ref(), "grade.play")?;
                 let thresholds =
                     convert::thresholds_from_pb(g.thresholds.as_ref(), "grade.thresholds")?;
                 Some((play, thresholds))
@@ -539,9 +539,10 @@ impl TavliEngineService {
 pub(super) fn resolve_play(
     pos: &Position,
     dice: Dice,
-    play: Option<PlayRef<'_>>,
+    play: Option<&pb::apply_play_request::Play>,
     field: &str,
 ) -> Result<rules::Play, ServiceError> {
+    use pb::apply_play_request::Play as P;
     let member = |m: &str| format!("{field}.{m}");
     let input = match play {
         None => {
@@ -551,27 +552,27 @@ pub(super) fn resolve_play(
                  resulting_position_id",
             ))
         }
-        Some(PlayRef::Moves(list)) => PlayInput::Moves(
+        Some(P::Moves(list)) => PlayInput::Moves(
             list.moves
                 .iter()
                 .enumerate()
                 .map(|(i, m)| convert::move_from_pb(m, &member(&format!("moves.moves[{i}]"))))
                 .collect::<Result<_, _>>()?,
         ),
-        Some(PlayRef::Notation(s)) => PlayInput::Notation(s.to_string()),
-        Some(PlayRef::Position(p)) => {
+        Some(P::Notation(s)) => PlayInput::Notation(s.clone()),
+        Some(P::ResultingPosition(p)) => {
             PlayInput::Position(resulting(p, pos, &member("resulting_position"))?)
         }
-        Some(PlayRef::PositionId(id)) => PlayInput::Position(convert::position_from_id(
+        Some(P::ResultingPositionId(id)) => PlayInput::Position(convert::position_from_id(
             id,
             &member("resulting_position_id"),
         )?),
     };
     let play_field = member(match play {
-        Some(PlayRef::Moves(_)) | None => "moves",
-        Some(PlayRef::Notation(_)) => "notation",
-        Some(PlayRef::Position(_)) => "resulting_position",
-        Some(PlayRef::PositionId(_)) => "resulting_position_id",
+        Some(P::Moves(_)) | None => "moves",
+        Some(P::Notation(_)) => "notation",
+        Some(P::ResultingPosition(_)) => "resulting_position",
+        Some(P::ResultingPositionId(_)) => "resulting_position_id",
     });
     if let PlayInput::Position(target) = &input {
         if target.variant != pos.variant {
@@ -596,6 +597,18 @@ pub(super) fn resolve_play(
         }
         e => e.at("position"),
     })
+}
+
+/// A grade's play (`PlayToGrade.play`) as ApplyPlay's: the same four forms.
+fn as_apply_play(p: &pb::play_to_grade::Play) -> pb::apply_play_request::Play {
+    use pb::apply_play_request::Play as A;
+    use pb::play_to_grade::Play as G;
+    match p.clone() {
+        G::Moves(m) => A::Moves(m),
+        G::Notation(s) => A::Notation(s),
+        G::ResultingPosition(p) => A::ResultingPosition(p),
+        G::ResultingPositionId(s) => A::ResultingPositionId(s),
+    }
 }
 
 /// A resulting position given as a structured message: its side to move may be left

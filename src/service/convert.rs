@@ -250,36 +250,6 @@ position_oneof!(
     rollout_request
 );
 
-/// The play `oneof` of a request (`ApplyPlayRequest.play`, `PlayToGrade.play`),
-/// whichever message it came from.
-#[derive(Clone, Copy, Debug)]
-pub enum PlayRef<'a> {
-    /// `moves`.
-    Moves(&'a pb::MoveList),
-    /// `notation`.
-    Notation(&'a str),
-    /// `resulting_position`.
-    Position(&'a pb::Position),
-    /// `resulting_position_id`.
-    PositionId(&'a str),
-}
-
-macro_rules! play_oneof {
-    ($($module:ident),*) => {$(
-        impl<'a> From<&'a pb::$module::Play> for PlayRef<'a> {
-            fn from(p: &'a pb::$module::Play) -> Self {
-                match p {
-                    pb::$module::Play::Moves(m) => PlayRef::Moves(m),
-                    pb::$module::Play::Notation(s) => PlayRef::Notation(s),
-                    pb::$module::Play::ResultingPosition(p) => PlayRef::Position(p),
-                    pb::$module::Play::ResultingPositionId(s) => PlayRef::PositionId(s),
-                }
-            }
-        }
-    )*};
-}
-play_oneof!(apply_play_request, play_to_grade);
-
 /// One threshold of a `MarkThresholds`: a number of points >= 0; 0 takes `default`.
 fn threshold(v: f32, default: f32, field: &str) -> Result<f32, ServiceError> {
     if !v.is_finite() || v < 0.0 {
