@@ -44,6 +44,7 @@ fn requests(with_dice: bool) -> Vec<EvaluateRequest> {
                         die2: d.die2() as u32,
                     }),
                     plies: 0,
+                    grade: None,
                 });
                 if out.len() == N {
                     break 'games;

@@ -39,7 +39,7 @@
 
 use crate::eval::rollout::{RolloutConfig, DEFAULT_TRIALS};
 use crate::eval::{
-    CancelToken, EvalError, EvalOptions, PositionEvaluator, Probabilities, StopWhen,
+    CancelToken, EvalError, EvalOptions, PositionEvaluator, Probabilities, RankedPlay, StopWhen,
 };
 use crate::record::{ActionKind, EndReason, GameRecord, MatchRecord};
 use crate::rules::{Dice, Play, Position, Side, Variant};
@@ -436,6 +436,7 @@ fn result_text(g: &GameRecord) -> String {
                 EndReason::Board(o) => format!("draw ({})", o.reason.name()),
                 EndReason::Drop => format!("{who} (double dropped)"),
                 EndReason::Resign => format!("{who} (resignation)"),
+                EndReason::TimeOut => format!("{who} (time-out)"),
             }
         }
     }
@@ -462,6 +463,7 @@ fn notes(g: &GameRecord) -> Vec<String> {
                 ));
             }
             EndReason::Resign => out.push("ended by resignation".to_string()),
+            EndReason::TimeOut => out.push("ended by time-out".to_string()),
             _ => {}
         }
     }
@@ -515,7 +517,87 @@ pub fn luck(
     Ok((before, after, (after as f64 - mean) as f32))
 }
 
-/// Analyses one turn: error, mark, luck.
+/// How a play made compares with the best play of its roll: what `AnalyzeGame`
+/// reports for a turn and `Evaluate` for a play to grade ([`grade_play`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Grade {
+    /// The best play found: the ranking's first, or the play made when it values
+    /// higher (or is forced).
+    pub best: Play,
+    /// Mover's equity after the best play, points.
+    pub best_equity: f32,
+    /// Mover's equity after the play made, points.
+    pub played_equity: f32,
+    /// Mover's probabilities after the play made.
+    pub played_probabilities: Probabilities,
+    /// The depth that valued the play made (and the best play): the ranking's.
+    pub plies: u8,
+    /// `best_equity - played_equity`, ≥ 0; 0 for a forced play.
+    pub error: f32,
+    /// The error's mark ([`Thresholds::mark`]); none for a forced play.
+    pub mark: Mark,
+}
+
+/// Grades `played`, one of the `legal_plays` plays of a roll, against `ranked`, that
+/// roll's ranking at `opts.plies` ([`PositionEvaluator::rank_plays`], best first):
+/// the play made is valued at the same depth as the best play (the ranking's value
+/// when it is the ranking's first or the depth is 0; otherwise its resulting position
+/// is searched on its own at `opts.plies`, also when the move filter left it at
+/// 0 plies); the error is the best equity minus the play's, never negative (a play
+/// that values higher than the ranking's first becomes the best); a forced play has
+/// error 0 and no mark. The one method of `AnalyzeGame`'s turns and `Evaluate`'s
+/// `grade`.
+///
+/// Errors: [`EvalError::DeadlineExceeded`], [`EvalError::Cancelled`] (checked before
+/// the search), and the evaluator's.
+pub fn grade_play(
+    evaluator: &dyn PositionEvaluator,
+    played: &Play,
+    legal_plays: usize,
+    ranked: &[RankedPlay],
+    thresholds: &Thresholds,
+    opts: &EvalOptions,
+) -> Result<Grade, EvalError> {
+    let idx = ranked
+        .iter()
+        .position(|r| r.play.position == played.position);
+    let (played_equity, played_probabilities) = match idx {
+        Some(i) if i == 0 || opts.plies == 0 => (ranked[i].equity, ranked[i].probabilities),
+        _ => {
+            // Not the ranking's first: searched on its own at the same depth.
+            opts.check()?;
+            let e = evaluator.evaluate(&played.position, opts.clone())?;
+            let p = e.probabilities.flip();
+            (p.equity(), p)
+        }
+    };
+    let (best, best_equity) = if played_equity > ranked[0].equity || legal_plays == 1 {
+        (played.clone(), played_equity)
+    } else {
+        (ranked[0].play.clone(), ranked[0].equity)
+    };
+    let error = if legal_plays == 1 {
+        0.0
+    } else {
+        (best_equity - played_equity).max(0.0)
+    };
+    let mark = if legal_plays > 1 {
+        thresholds.mark(error)
+    } else {
+        Mark::None
+    };
+    Ok(Grade {
+        best,
+        best_equity,
+        played_equity,
+        played_probabilities,
+        plies: opts.plies,
+        error,
+        mark,
+    })
+}
+
+/// Analyses one turn: error, mark ([`grade_play`]), luck.
 fn analyze_turn(
     evaluator: &dyn PositionEvaluator,
     t: &crate::record::Turn,
@@ -523,29 +605,14 @@ fn analyze_turn(
 ) -> Result<TurnAnalysis, EvalError> {
     opts.check()?;
     let ranked = evaluator.rank_plays(&t.position, t.dice, opts.eval(opts.plies))?;
-    let idx = ranked
-        .iter()
-        .position(|r| r.play.position == t.play.position);
-    let (played_equity, played_probabilities) = match idx {
-        Some(i) if i == 0 || opts.plies == 0 => (ranked[i].equity, ranked[i].probabilities),
-        _ => {
-            // Left out by the move filter: searched on its own at the same depth.
-            opts.check()?;
-            let e = evaluator.evaluate(&t.play.position, opts.eval(opts.plies))?;
-            let p = e.probabilities.flip();
-            (p.equity(), p)
-        }
-    };
-    let (best, best_equity) = if played_equity > ranked[0].equity || t.legal_plays == 1 {
-        (t.play.clone(), played_equity)
-    } else {
-        (ranked[0].play.clone(), ranked[0].equity)
-    };
-    let error = if t.legal_plays == 1 {
-        0.0
-    } else {
-        (best_equity - played_equity).max(0.0)
-    };
+    let g = grade_play(
+        evaluator,
+        &t.play,
+        t.legal_plays,
+        &ranked,
+        &opts.thresholds,
+        &opts.eval(opts.plies),
+    )?;
     // The roll's own ranking is the luck's one when the depths agree (and the dice are
     // in the order of `Dice::all_rolls`, so that the filter sees the same plays).
     let after_known = (opts.luck_plies == opts.plies && t.dice.die1() >= t.dice.die2())
@@ -558,11 +625,6 @@ fn analyze_turn(
         opts,
         after_known,
     )?;
-    let mark = if t.legal_plays > 1 {
-        opts.thresholds.mark(error)
-    } else {
-        Mark::None
-    };
     let mut ta = TurnAnalysis {
         game_index: 0,
         game_number: 0,
@@ -574,12 +636,12 @@ fn analyze_turn(
         written: t.written.trim().to_string(),
         play: t.play.clone(),
         legal_plays: t.legal_plays,
-        best,
-        best_equity,
-        played_equity,
-        played_probabilities,
-        error,
-        mark,
+        best: g.best,
+        best_equity: g.best_equity,
+        played_equity: g.played_equity,
+        played_probabilities: g.played_probabilities,
+        error: g.error,
+        mark: g.mark,
         equity_before,
         equity_after_roll,
         luck,
@@ -587,7 +649,7 @@ fn analyze_turn(
         evaluation: format!("{}-ply", opts.plies),
         rollout: None,
     };
-    if let Some(check) = opts.rollout.filter(|_| mark != Mark::None) {
+    if let Some(check) = opts.rollout.filter(|_| ta.mark != Mark::None) {
         roll_out_turn(evaluator, &mut ta, &ranked, &check, opts)?;
     }
     Ok(ta)
@@ -624,7 +686,7 @@ fn roll_out_play(
 fn roll_out_turn(
     evaluator: &dyn PositionEvaluator,
     ta: &mut TurnAnalysis,
-    ranked: &[crate::eval::RankedPlay],
+    ranked: &[RankedPlay],
     check: &RolloutCheck,
     opts: &AnalysisOptions,
 ) -> Result<(), EvalError> {

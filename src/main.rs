@@ -111,6 +111,13 @@ struct ServeArgs {
     /// Log format; the filter is RUST_LOG (default "info").
     #[arg(long, env = "TAVLI_LOG_FORMAT", value_enum, default_value = "text")]
     log_format: LogFormat,
+    /// Calls that take this many milliseconds or more are logged at INFO whatever
+    /// their status (other calls: errors of the server at INFO or WARN, the rest at
+    /// DEBUG; docs/operations.md "Logs and traces").
+    #[arg(long, env = "TAVLI_LOG_SLOW_CALLS_MS",
+          default_value_t = tavli_engine::telemetry::DEFAULT_SLOW_CALL.as_millis() as u64,
+          value_parser = clap::value_parser!(u64).range(0..=86_400_000))]
+    log_slow_calls_ms: u64,
     /// Seconds in-flight RPCs may run after SIGTERM/SIGINT; then the remaining work is
     /// cancelled and the server exits.
     #[arg(long, env = "TAVLI_DRAIN_SECONDS", default_value_t = 10)]
@@ -126,10 +133,16 @@ struct ServeArgs {
     #[arg(long, env = "TAVLI_MAX_PLIES", default_value_t = MAX_PLIES,
           value_parser = clap::value_parser!(u8).range(0..=MAX_PLIES as i64))]
     max_plies: u8,
-    /// Server-side limit per RPC in seconds, on top of the client's deadline (0: none).
+    /// Server-side limit per RPC in seconds, on top of the client's deadline (0: none);
+    /// AnalyzeGame, Rollout and EvaluateBatch have --long-request-timeout-seconds.
     #[arg(long, env = "TAVLI_REQUEST_TIMEOUT_SECONDS", default_value_t = 30.0,
           value_parser = seconds)]
     request_timeout_seconds: f64,
+    /// Server-side limit of AnalyzeGame, Rollout and EvaluateBatch in seconds, on top
+    /// of the client's deadline (0: none).
+    #[arg(long, env = "TAVLI_LONG_REQUEST_TIMEOUT_SECONDS", value_parser = seconds,
+          default_value_t = tavli_engine::service::server::DEFAULT_LONG_REQUEST_TIMEOUT.as_secs_f64())]
+    long_request_timeout_seconds: f64,
     /// Most trials of one Rollout request; more is INVALID_ARGUMENT.
     #[arg(long, env = "TAVLI_MAX_ROLLOUT_TRIALS",
           default_value_t = tavli_engine::service::api::DEFAULT_MAX_ROLLOUT_TRIALS,
@@ -353,6 +366,10 @@ struct EvalArgs {
     /// Search depth, 0..=2.
     #[arg(long, default_value_t = 0)]
     plies: u32,
+    /// With --dice: a play to grade against the best play, in move notation (as
+    /// AnalyzeGame grades a turn: its equity at --plies, the error and its mark).
+    #[arg(long)]
+    grade: Option<String>,
 }
 
 #[derive(Args, Debug)]
@@ -418,21 +435,21 @@ fn emit(text: String) -> Result<(), BoxError> {
 fn serve(args: ServeArgs) -> Result<(), BoxError> {
     let secs = Duration::from_secs_f64;
     // 0: no limit.
-    let off_or = |s: f64| (s > 0.0).then(|| secs(s));
-    let timeout = off_or(args.request_timeout_seconds);
+    let limit = |s: f64| (s > 0.0).then(|| secs(s));
     let config = ServerConfig {
         drain: Duration::from_secs(args.drain_seconds),
         max_message_bytes: args.max_message_bytes,
         concurrency_limit: args.concurrency_limit,
         max_plies: args.max_plies,
-        request_timeout: timeout,
+        request_timeout: limit(args.request_timeout_seconds),
+        long_request_timeout: limit(args.long_request_timeout_seconds),
         evaluator: None,
         max_connections: args.max_connections,
         max_concurrent_streams: args.max_concurrent_streams,
         handshake_timeout: secs(args.handshake_timeout_seconds),
         idle_timeout: secs(args.idle_timeout_seconds),
-        max_connection_age: off_or(args.max_connection_age_seconds),
-        max_connection_age_grace: off_or(args.max_connection_age_grace_seconds),
+        max_connection_age: limit(args.max_connection_age_seconds),
+        max_connection_age_grace: limit(args.max_connection_age_grace_seconds),
         keepalive_interval: secs(args.keepalive_interval_seconds),
         keepalive_timeout: secs(args.keepalive_timeout_seconds),
         request_body_timeout: secs(args.request_body_timeout_seconds),
@@ -449,6 +466,7 @@ fn serve(args: ServeArgs) -> Result<(), BoxError> {
         compress_responses: args.compress_responses,
         web_max_connections: args.web_max_connections,
         web_idle_timeout: secs(args.web_idle_timeout_seconds),
+        log_slow_calls: Some(Duration::from_millis(args.log_slow_calls_ms)),
     };
     // A bad setting is an error at start-up (exit status 2), before anything runs.
     config.validate()?;
@@ -580,6 +598,10 @@ fn eval(a: EvalArgs) -> Result<String, BoxError> {
         position: Some(position_oneof!(evaluate_request, a.pos)),
         dice: a.dice.as_deref().map(dice_pb).transpose()?,
         plies: a.plies,
+        grade: a.grade.map(|notation| pb::PlayToGrade {
+            play: Some(pb::play_to_grade::Play::Notation(notation)),
+            thresholds: None,
+        }),
     };
     let resp = service(true).evaluate(&req, None)?;
     if a.pos.json {
@@ -594,7 +616,31 @@ fn eval(a: EvalArgs) -> Result<String, BoxError> {
     )?;
     for (i, r) in resp.ranked_plays.iter().enumerate() {
         let notation = r.play.as_ref().map_or("", |p| p.notation.as_str());
-        writeln!(out, "{:>3}. {notation:<24} {:+.3}", i + 1, r.equity)?;
+        write!(out, "{:>3}. {notation:<24} {:+.3}", i + 1, r.equity)?;
+        // A play the move filter left at a lower depth (docs/evaluation.md).
+        if r.plies < a.plies {
+            write!(out, "  ({}-ply)", r.plies)?;
+        }
+        out.push('\n');
+    }
+    if let Some(g) = &resp.grade {
+        let name = |p: &Option<pb::Play>| p.as_ref().map_or(String::new(), |p| p.notation.clone());
+        let mark = match pb::PlayMark::try_from(g.mark) {
+            Ok(pb::PlayMark::Doubtful) => " ?! doubtful",
+            Ok(pb::PlayMark::Bad) => " ? bad",
+            Ok(pb::PlayMark::VeryBad) => " ?? very bad",
+            _ => "",
+        };
+        writeln!(
+            out,
+            "grade: {} {:+.3} at {} plies; best {} {:+.3}; error {:.3}{mark}",
+            name(&g.play),
+            g.equity,
+            g.plies,
+            name(&g.best_play),
+            g.best_equity,
+            g.error
+        )?;
     }
     Ok(out)
 }

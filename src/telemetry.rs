@@ -27,7 +27,11 @@
 //!
 //! Tracing: one span `rpc` per call with `grpc.service`, `grpc.method`, `variant`
 //! (recorded by the handlers), `grpc.code` and `latency_ms`, closed by an event
-//! `rpc finished`. Output is human text or JSON lines; `RUST_LOG` filters.
+//! `rpc finished` (with `slow`) at the level [`call_level`] gives it: `DEBUG` for a
+//! call that went as expected (OK, or the client's own error), `INFO` for a slow call
+//! and for the server's refusals and limits, `WARN` for a server fault; so the default
+//! filter (`info`) writes no line per ordinary call. Output is human text or JSON
+//! lines; `RUST_LOG` filters.
 
 use bytes::Bytes;
 use http::{Request, Response};
@@ -40,11 +44,12 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use tonic::body::Body;
 use tonic::Status;
 use tower::{Layer, Service};
 use tracing::Instrument;
+use tracing::Level;
 
 /// Buckets of `grpc_server_handling_seconds`: 10 µs .. 10 s.
 pub const LATENCY_BUCKETS: [f64; 19] = [
@@ -304,16 +309,67 @@ impl Metrics {
     }
 }
 
+/// The default of `--log-slow-calls-ms`: a call that takes longer is logged at
+/// `INFO` whatever its status (500 ms: a 2-ply `Evaluate` of a middle game takes
+/// tens of milliseconds, of the opening's 6-6 about 0.4 s; analyses and rollouts
+/// take seconds, one line each).
+pub const DEFAULT_SLOW_CALL: Duration = Duration::from_millis(500);
+
+/// The log filter when `RUST_LOG` is not set.
+pub const DEFAULT_LOG_FILTER: &str = "info";
+
+/// The level of a call's `rpc finished` line (docs/operations.md, "Logs and traces"):
+/// - `WARN`: a server fault (`Unknown`, `Internal`, `DataLoss`);
+/// - `INFO`: a call that took `slow` or longer (`None`: no such rule), and the
+///   statuses by which the server refused or stopped work (`ResourceExhausted`,
+///   `DeadlineExceeded`, `Unavailable`, `Unimplemented`);
+/// - `DEBUG`: the rest: `OK`, and the client's own errors (`InvalidArgument`,
+///   `FailedPrecondition` for a finished game, `OutOfRange` for a message over the
+///   limit, `Canceled` when the client went away, `NotFound`, `AlreadyExists`,
+///   `PermissionDenied`, `Unauthenticated`, `Aborted`): the client hears of them.
+///
+/// Health (`grpc.health.v1.Health`, whose `Watch` streams last) is `DEBUG` unless a
+/// server fault.
+pub fn call_level(service: &str, code: &str, took: Duration, slow: Option<Duration>) -> Level {
+    if matches!(code, "Unknown" | "Internal" | "DataLoss") {
+        return Level::WARN;
+    }
+    if service == "grpc.health.v1.Health" {
+        return Level::DEBUG;
+    }
+    let refused = matches!(
+        code,
+        "ResourceExhausted" | "DeadlineExceeded" | "Unavailable" | "Unimplemented"
+    );
+    if refused || slow.is_some_and(|s| took >= s) {
+        Level::INFO
+    } else {
+        Level::DEBUG
+    }
+}
+
 /// The tower layer that counts and times every gRPC call and opens its `rpc` span.
 #[derive(Clone, Debug)]
 pub struct MetricsLayer {
     metrics: Arc<Metrics>,
+    slow: Option<Duration>,
 }
 
 impl MetricsLayer {
-    /// A layer recording into `metrics`.
+    /// A layer recording into `metrics`, logging calls of [`DEFAULT_SLOW_CALL`] or
+    /// longer at `INFO`.
     pub fn new(metrics: Arc<Metrics>) -> MetricsLayer {
-        MetricsLayer { metrics }
+        MetricsLayer {
+            metrics,
+            slow: Some(DEFAULT_SLOW_CALL),
+        }
+    }
+
+    /// The same layer logging calls of `slow` or longer at `INFO` (`None`: only by
+    /// their status, [`call_level`]).
+    pub fn slow_calls(mut self, slow: Option<Duration>) -> MetricsLayer {
+        self.slow = slow;
+        self
     }
 }
 
@@ -323,6 +379,7 @@ impl<S> Layer<S> for MetricsLayer {
         MetricsService {
             inner,
             metrics: self.metrics.clone(),
+            slow: self.slow,
         }
     }
 }
@@ -332,6 +389,7 @@ impl<S> Layer<S> for MetricsLayer {
 pub struct MetricsService<S> {
     inner: S,
     metrics: Arc<Metrics>,
+    slow: Option<Duration>,
 }
 
 /// One call being measured; records `handled` exactly once (on finish or drop).
@@ -341,6 +399,7 @@ struct CallRecord {
     method: &'static str,
     start: Instant,
     span: tracing::Span,
+    slow: Option<Duration>,
     done: bool,
 }
 
@@ -362,13 +421,11 @@ impl CallRecord {
         let latency_ms = elapsed.as_secs_f64() * 1e3;
         self.span.record("grpc.code", code);
         self.span.record("latency_ms", latency_ms);
-        let server_fault = matches!(code, "Unknown" | "Internal" | "DataLoss");
-        if server_fault {
-            tracing::warn!(parent: &self.span, "rpc finished");
-        } else if self.service == "grpc.health.v1.Health" {
-            tracing::debug!(parent: &self.span, "rpc finished");
-        } else {
-            tracing::info!(parent: &self.span, "rpc finished");
+        let slow = self.slow.is_some_and(|s| elapsed >= s);
+        match call_level(self.service, code, elapsed, self.slow) {
+            Level::WARN => tracing::warn!(parent: &self.span, slow, "rpc finished"),
+            Level::INFO => tracing::info!(parent: &self.span, slow, "rpc finished"),
+            _ => tracing::debug!(parent: &self.span, slow, "rpc finished"),
         }
     }
 }
@@ -414,6 +471,7 @@ where
             method,
             start: Instant::now(),
             span: span.clone(),
+            slow: self.slow,
             done: false,
         };
         let fut = self.inner.call(req).instrument(span);
@@ -504,11 +562,13 @@ pub enum LogFormat {
     Json,
 }
 
-/// Installs the global tracing subscriber: `RUST_LOG` filter (default `info`), text
-/// or JSON lines on stderr. Does nothing if a subscriber is already installed.
+/// Installs the global tracing subscriber: `RUST_LOG` filter (default
+/// [`DEFAULT_LOG_FILTER`]), text or JSON lines on stderr. Does nothing if a
+/// subscriber is already installed.
 pub fn init_tracing(format: LogFormat) {
     use tracing_subscriber::EnvFilter;
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let filter =
+        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(DEFAULT_LOG_FILTER));
     // Colours only for a person at a terminal, not in files or log collectors.
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let builder = tracing_subscriber::fmt()
@@ -565,6 +625,37 @@ mod tests {
         assert_eq!(rpc_labels("/x.Y/Z"), ("unknown", "unknown"));
         assert_eq!(code_name("0"), "OK");
         assert_eq!(code_name("8"), "ResourceExhausted");
+    }
+
+    /// The levels of docs/operations.md, "Logs and traces".
+    #[test]
+    fn call_levels() {
+        let engine = "tavli.v1.TavliEngine";
+        let ms = Duration::from_millis;
+        let slow = Some(ms(500));
+        let level = |service, code, took| call_level(service, code, ms(took), slow);
+        assert_eq!(level(engine, "OK", 3), Level::DEBUG);
+        assert_eq!(level(engine, "OK", 500), Level::INFO);
+        assert_eq!(level(engine, "InvalidArgument", 1), Level::DEBUG);
+        assert_eq!(level(engine, "FailedPrecondition", 1), Level::DEBUG);
+        assert_eq!(level(engine, "Canceled", 2), Level::DEBUG);
+        assert_eq!(level(engine, "InvalidArgument", 900), Level::INFO);
+        for code in [
+            "ResourceExhausted",
+            "DeadlineExceeded",
+            "Unavailable",
+            "Unimplemented",
+        ] {
+            assert_eq!(level(engine, code, 1), Level::INFO, "{code}");
+        }
+        for code in ["Unknown", "Internal", "DataLoss"] {
+            assert_eq!(level(engine, code, 1), Level::WARN, "{code}");
+        }
+        // Health watches last: never slow.
+        assert_eq!(level("grpc.health.v1.Health", "OK", 60_000), Level::DEBUG);
+        assert_eq!(level("grpc.health.v1.Health", "Internal", 1), Level::WARN);
+        // Without a slow-call rule, a long call is DEBUG.
+        assert_eq!(call_level(engine, "OK", ms(9000), None), Level::DEBUG);
     }
 
     #[test]

@@ -121,6 +121,7 @@ fn luck_of_all_rolls_averages_to_zero_at_zero_plies() {
                 dice: d,
                 play: play.notation.into(),
             }],
+            result: None,
         };
         let r = MatchRecord::from_games(0, ["w".into(), "b".into()], &[game]).unwrap();
         let t = turns_of(&r, &engine, &opts(0, 0)).remove(0);

@@ -35,6 +35,7 @@ async fn counting_server() -> (TestServer, Arc<AtomicUsize>) {
         evaluator: Some(Arc::new(Counting {
             inner: Engine::load_default(),
             calls: calls.clone(),
+            deadline: Default::default(),
         })),
         ..ServerConfig::default()
     };

@@ -196,3 +196,88 @@ fn deadline_is_respected() {
         )
         .is_ok());
 }
+
+/// The turns of the committed Tavli match (a Portes, a Plakoto and a Fevga game) with
+/// more legal plays than the move filter keeps: `(position, dice)`, every `step`-th.
+fn record_turns_with_choice(step: usize) -> Vec<(Position, Dice)> {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/tavli/tavli-3p-match.mat"
+    ))
+    .unwrap();
+    let record = tavli_engine::record::MatchRecord::parse(&text).unwrap();
+    let mut out = Vec::new();
+    for g in &record.games {
+        let turns = g.actions.iter().filter_map(|a| match &a.kind {
+            tavli_engine::record::ActionKind::Play(t) if t.legal_plays > 8 => Some(t),
+            _ => None,
+        });
+        out.extend(turns.step_by(step).map(|t| (t.position, t.dice)));
+    }
+    out
+}
+
+/// `RankedPlay::plies` and the order of a ranking, exactly, on real positions of
+/// each variant: at 1 and 2 plies the move filter's candidates (the best 8 of the
+/// 0-ply ranking within 0.16 of its best) come first at the full depth, best first;
+/// every other play follows with its 0-ply value, bit for bit, in the 0-ply order.
+#[test]
+fn ranked_plays_carry_their_depth_in_the_documented_order() {
+    use tavli_engine::eval::search::MoveFilter;
+    let engine = Engine::load_default();
+    let filter = MoveFilter::default();
+    let opts = |plies| EvalOptions {
+        plies,
+        ..EvalOptions::default()
+    };
+    let mut variants = std::collections::BTreeMap::new();
+    let mut out_of_order = 0;
+    for (pos, dice) in record_turns_with_choice(6) {
+        let r0 = engine.rank_plays(&pos, dice, opts(0)).unwrap();
+        assert!(r0.iter().all(|r| r.plies == 0));
+        assert!(r0.windows(2).all(|w| w[0].equity >= w[1].equity));
+        let best = r0[0].equity;
+        let kept = r0
+            .iter()
+            .take(filter.keep)
+            .take_while(|r| r.equity >= best - filter.threshold)
+            .count()
+            .max(1);
+        for plies in [1, 2] {
+            let what = format!(
+                "{} {dice} at {plies} plies",
+                tavli_engine::rules::position_id::to_id(&pos)
+            );
+            let rn = engine.rank_plays(&pos, dice, opts(plies)).unwrap();
+            assert_eq!(rn.len(), r0.len(), "{what}");
+            let (deep, shallow) = rn.split_at(kept);
+            assert!(deep.iter().all(|r| r.plies == plies), "{what}");
+            assert!(shallow.iter().all(|r| r.plies == 0), "{what}");
+            let mut searched: Vec<_> = deep.iter().map(|r| r.play.position).collect();
+            let mut candidates: Vec<_> = r0[..kept].iter().map(|r| r.play.position).collect();
+            searched.sort_by_key(tavli_engine::rules::position_id::to_id);
+            candidates.sort_by_key(tavli_engine::rules::position_id::to_id);
+            assert_eq!(searched, candidates, "{what}");
+            assert!(
+                deep.windows(2).all(|w| w[0].equity >= w[1].equity),
+                "{what}"
+            );
+            // The others: their 0-ply values and order, exactly.
+            for (a, b) in shallow.iter().zip(&r0[kept..]) {
+                assert_eq!(a.play, b.play, "{what}");
+                assert_eq!(a.equity.to_bits(), b.equity.to_bits(), "{what}");
+            }
+            out_of_order += usize::from(
+                shallow
+                    .first()
+                    .is_some_and(|s| s.equity > deep.last().unwrap().equity),
+            );
+            *variants.entry(pos.variant).or_insert(0) += 1;
+        }
+    }
+    // Every variant was checked, with plays left out by the filter.
+    assert_eq!(variants.len(), 3, "{variants:?}");
+    assert!(variants.values().all(|&n| n >= 4), "{variants:?}");
+    // The case the field is for: a 0-ply value above a searched one.
+    assert!(out_of_order > 0);
+}

@@ -47,6 +47,7 @@ fn by_id(pos: &Position, dice: Option<Dice>, plies: u32) -> EvaluateRequest {
             die2: d.die2() as u32,
         }),
         plies,
+        grade: None,
     }
 }
 
@@ -96,6 +97,7 @@ fn mixed_requests() -> Vec<EvaluateRequest> {
         position: Some(P::Xgid(xgid::to_xgid(&start).unwrap())),
         dice: Some(pb::Dice { die1: 3, die2: 1 }),
         plies: 0,
+        grade: None,
     });
     reqs.push(EvaluateRequest {
         position: Some(P::Gnubg(pb::GnubgPosition {
@@ -104,6 +106,7 @@ fn mixed_requests() -> Vec<EvaluateRequest> {
         })),
         dice: None,
         plies: 2,
+        grade: None,
     });
     reqs.push(EvaluateRequest {
         position: Some(P::Structured(
@@ -111,6 +114,7 @@ fn mixed_requests() -> Vec<EvaluateRequest> {
         )),
         dice: Some(pb::Dice { die1: 6, die2: 6 }),
         plies: 1,
+        grade: None,
     });
     // R9: a finished game is answered as its certain outcome.
     reqs.push(by_id(
@@ -292,13 +296,14 @@ fn heavy() -> EvaluateBatchRequest {
     }
 }
 
-/// The server's request timeout (as a client deadline would) ends the batch with
-/// DEADLINE_EXCEEDED, and the work stops with it: the only engine permit is back at
-/// once.
+/// The server's limit of the long RPCs (as a client deadline would) ends the batch
+/// with DEADLINE_EXCEEDED naming it, and the work stops with it: the only engine
+/// permit is back at once. The limit of the other RPCs does not apply to a batch.
 #[tokio::test]
 async fn the_deadline_stops_the_batch() {
     let mut c = server(ServerConfig {
-        request_timeout: Some(Duration::from_millis(600)),
+        request_timeout: Some(Duration::from_millis(1)),
+        long_request_timeout: Some(Duration::from_millis(600)),
         concurrency_limit: 1,
         ..ServerConfig::default()
     })
@@ -306,6 +311,10 @@ async fn the_deadline_stops_the_batch() {
     let t = Instant::now();
     let e = c.evaluate_batch(heavy()).await.unwrap_err();
     assert_eq!(e.code(), Code::DeadlineExceeded, "{e:?}");
+    assert_eq!(
+        e.message(),
+        "the server's --long-request-timeout-seconds (0.6 s) passed"
+    );
     assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
     let ended = Instant::now();
     let small = EvaluateBatchRequest {

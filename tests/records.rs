@@ -198,17 +198,8 @@ fn tavli_match_reads_and_writes_back() {
             variant: g.variant,
             starter: None,
             opening: g.opening,
-            turns: g
-                .actions
-                .iter()
-                .map(|a| match &a.kind {
-                    ActionKind::Play(t) => TurnInput {
-                        dice: t.dice,
-                        play: t.play.notation.to_string(),
-                    },
-                    other => panic!("{other:?}"),
-                })
-                .collect(),
+            turns: structured_turns(g),
+            result: None,
         })
         .collect();
     let built = MatchRecord::from_games(3, ["eleni".into(), "nikos".into()], &games).unwrap();
@@ -296,6 +287,7 @@ fn records_are_bounded_in_games_and_turns() {
         starter: Some(Side::White),
         opening: None,
         turns: Vec::new(),
+        result: None,
     };
     let games = vec![game; MAX_GAMES + 1];
     let e = MatchRecord::from_games(0, ["a".into(), "b".into()], &games).unwrap_err();
@@ -306,4 +298,208 @@ fn records_are_bounded_in_games_and_turns() {
     // At the limit, the same games are read.
     let r = MatchRecord::from_games(0, ["a".into(), "b".into()], &games[..MAX_GAMES]).unwrap();
     assert_eq!(r.games.len(), MAX_GAMES);
+}
+
+fn tavli_data(name: &str) -> String {
+    let path = format!("{}/tests/data/tavli/{name}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// The turns of a game of plays only, as structured turns (the engine's notation).
+fn structured_turns(g: &tavli_engine::record::GameRecord) -> Vec<TurnInput> {
+    g.actions
+        .iter()
+        .map(|a| match &a.kind {
+            ActionKind::Play(t) => TurnInput {
+                dice: t.dice,
+                play: t.play.notation.to_string(),
+            },
+            other => panic!("{other:?}"),
+        })
+        .collect()
+}
+
+/// The turns of game `g` of the committed Tavli match, as structured turns.
+fn match_turns(g: usize) -> Vec<TurnInput> {
+    let r = MatchRecord::parse(&tavli_data("tavli-3p-match.mat")).unwrap();
+    structured_turns(&r.games[g])
+}
+
+fn off_board(winner: Side, points: u8, reason: OutcomeReason) -> Option<rules::Outcome> {
+    Some(rules::Outcome {
+        winner: Some(winner),
+        points,
+        reason,
+    })
+}
+
+/// A structured match whose games end by resignation and time-out before their
+/// last play (the project's rules, docs/api.md "Resignation and time-out"): each
+/// result is recorded, its points count for the next game's score, its winner
+/// starts the next game (R2), and the text form says the same and reads back.
+#[test]
+fn resigned_and_timed_out_games_are_recorded() {
+    let game = |variant, starter, turns, result| GameInput {
+        variant,
+        starter,
+        opening: None,
+        turns,
+        result,
+    };
+    let games = vec![
+        // Portes: four turns, then White resigns a mars (2 points).
+        game(
+            Variant::Portes,
+            Some(Side::White),
+            match_turns(0)[..4].to_vec(),
+            off_board(Side::Black, 2, OutcomeReason::Resignation),
+        ),
+        // Plakoto, started by Black (the winner, R2): two turns, then Black's time
+        // runs out with no checker off: 2 points.
+        game(
+            Variant::Plakoto,
+            None,
+            vec![
+                TurnInput {
+                    dice: Dice::new(6, 1).unwrap(),
+                    play: "24/18 24/23".into(),
+                },
+                TurnInput {
+                    dice: Dice::new(2, 6).unwrap(),
+                    play: "24/18 24/22".into(),
+                },
+            ],
+            off_board(Side::White, 2, OutcomeReason::TimeOut),
+        ),
+        // Fevga, started by White (R2); unfinished.
+        game(
+            Variant::Fevga,
+            None,
+            vec![TurnInput {
+                dice: Dice::new(6, 6).unwrap(),
+                play: "24/18".into(),
+            }],
+            None,
+        ),
+    ];
+    let players = || ["eleni".to_string(), "nikos".to_string()];
+    let r = MatchRecord::from_games(5, players(), &games).unwrap();
+    assert_eq!(end(&r, 0), (Some(Side::Black), 2, EndReason::Resign));
+    assert_eq!(end(&r, 1), (Some(Side::White), 2, EndReason::TimeOut));
+    assert!(r.games[2].end.is_none());
+    assert_eq!(
+        r.games.iter().map(|g| g.score).collect::<Vec<_>>(),
+        [[0, 0], [0, 2], [2, 2]]
+    );
+    let first = |g: usize| r.games[g].actions[0].side;
+    assert_eq!((first(1), first(2)), (Side::Black, Side::White));
+
+    // The text form: a resignation is GNU Backgammon's result line, a time-out the
+    // same marked "(time-out)"; read back, the same results and scores.
+    let text = r.to_text();
+    assert_eq!(
+        text,
+        " 5 point match\n\n Game 1 Portes\n eleni : 0                      nikos : 0\n  \
+         1) 25: 13/8 24/22              51: 13/8 24/23\n  \
+         2) 36: 22/16/13                52: 13/8 23/21\n                                  \
+         Wins 2 points\n\n Game 2 Plakoto\n eleni : 0                      nikos : 2\n  \
+         1)                             61: 24/18 24/23\n  \
+         2) 26: 24/18 24/22             \n      Wins 2 points (time-out)\n\n \
+         Game 3 Fevga\n eleni : 2                      nikos : 2\n  \
+         1) 66: 24/18                   "
+    );
+    let back = MatchRecord::parse(&text).unwrap();
+    for g in 0..2 {
+        assert_eq!(end(&back, g), end(&r, g), "game {}", g + 1);
+    }
+    assert_eq!(back.to_text(), text);
+
+    // Errors, each naming the game and its result.
+    let err = |games: &[GameInput]| {
+        let e = MatchRecord::from_games(5, players(), games).unwrap_err();
+        assert_eq!((e.in_result, e.turn_index), (true, None), "{e}");
+        (e.game_index, e.to_string())
+    };
+    let mut bad = games.clone();
+    bad[1].result = off_board(Side::White, 1, OutcomeReason::TimeOut);
+    assert_eq!(
+        err(&bad),
+        (
+            Some(1),
+            "game 2: a time-out scores 2, not 1: black had borne off 0 checkers (2 points \
+             when none, as a mars, R7; otherwise 1)"
+                .to_string()
+        )
+    );
+    bad[1].result = off_board(Side::White, 3, OutcomeReason::Resignation);
+    assert_eq!(
+        err(&bad).1,
+        "game 2: a resignation scores 1 or 2 points (R7: no 3-point games), not 3"
+    );
+    bad[1].result = off_board(Side::White, 2, OutcomeReason::Mars);
+    assert_eq!(
+        err(&bad).1,
+        "game 2: the game is not over on the board, so it cannot end by mars: a game \
+         ended before its last play would is a resignation or a time-out"
+    );
+    bad[1].result = Some(rules::Outcome {
+        winner: None,
+        points: 1,
+        reason: OutcomeReason::Resignation,
+    });
+    assert_eq!(err(&bad).1, "game 2: a resignation needs a winner");
+    // A game the board ended keeps the board's result: the same may be given, no other.
+    let whole = match_turns(0);
+    let mut done = vec![game(
+        Variant::Portes,
+        Some(Side::White),
+        whole.clone(),
+        off_board(Side::White, 2, OutcomeReason::Mars),
+    )];
+    let r = MatchRecord::from_games(3, players(), &done).unwrap();
+    assert_eq!(end(&r, 0).0, Some(Side::White));
+    done[0].result = off_board(Side::Black, 1, OutcomeReason::Resignation);
+    assert_eq!(
+        err(&done).1,
+        "game 1: the last play ended the game (white wins 2 (mars)): the result is that, \
+         not black wins 1 (resignation)"
+    );
+    // White's time runs out before its last play, with checkers off: Black wins 1.
+    let timed_out = [game(
+        Variant::Portes,
+        Some(Side::White),
+        whole[..whole.len() - 1].to_vec(),
+        off_board(Side::Black, 1, OutcomeReason::TimeOut),
+    )];
+    let r = MatchRecord::from_games(3, players(), &timed_out).unwrap();
+    assert_eq!(end(&r, 0), (Some(Side::Black), 1, EndReason::TimeOut));
+    assert!(r.games[0].final_position().off[Side::White.index()] > 0);
+}
+
+/// The text form's results off the board: in a Tavli game a resignation scores 1 or
+/// 2 (R7) and a time-out's points follow its rule; a backgammon game may resign 3.
+#[test]
+fn text_resignations_and_time_outs_are_checked() {
+    let head = " 3 point match\n\n Game 1 Portes\n a : 0     b : 0\n  1) 31: 8/5 6/5\n";
+    let read = |result: &str| MatchRecord::parse(&format!("{head}{result}\n"));
+    let r = read("      Wins 2 points (time-out)").unwrap();
+    assert_eq!(end(&r, 0), (Some(Side::White), 2, EndReason::TimeOut));
+    let r = read("                                  Wins 1 point").unwrap();
+    assert_eq!(end(&r, 0), (Some(Side::Black), 1, EndReason::Resign));
+    assert_eq!(
+        read("      Wins 3 points").unwrap_err().to_string(),
+        "line 6, game 1: a resignation scores 1 or 2 points (R7: no 3-point games), not 3"
+    );
+    assert_eq!(
+        read("      Wins 1 point (time-out)")
+            .unwrap_err()
+            .to_string(),
+        "line 6, game 1: a time-out scores 2, not 1: black had borne off 0 checkers \
+         (2 points when none, as a mars, R7; otherwise 1)"
+    );
+    // GNU Backgammon's backgammon games (no variant): a 3-point resignation is read.
+    let gnubg =
+        " 3 point match\n\n Game 1\n a : 0     b : 0\n  1) 31: 8/5 6/5\n      Wins 3 points\n";
+    let r = MatchRecord::parse(gnubg).unwrap();
+    assert_eq!(end(&r, 0), (Some(Side::White), 3, EndReason::Resign));
 }

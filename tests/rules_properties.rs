@@ -88,6 +88,10 @@ proptest! {
             OutcomeReason::BothMothersPinned => {
                 prop_assert_eq!((o.points, o.winner), (0, None));
             }
+            // Only a game server ends a game so, never the board.
+            OutcomeReason::Resignation | OutcomeReason::TimeOut => {
+                prop_assert!(false, "the board ended a game by {}", o.reason.name());
+            }
         }
         if matches!(o.reason, OutcomeReason::MotherPinned | OutcomeReason::BothMothersPinned) {
             prop_assert_eq!(variant, Variant::Plakoto);

@@ -463,6 +463,57 @@ fn match_rejects_outcomes_that_cannot_end_the_game_played() {
     );
 }
 
+/// Resignation and time-out (the project's rules where RULES.md is silent,
+/// docs/api.md "Resignation and time-out"): a win like any other for the match.
+#[test]
+fn resignations_and_time_outs_advance_the_match() {
+    use OutcomeReason::{Resignation, TimeOut};
+    let off_board = |winner, points, reason| Outcome {
+        winner,
+        points,
+        reason,
+    };
+    let seen = |m: &MatchState| (m.variant, m.starter, m.score, m.games_played, m.winner);
+    let (white, black) = (Some(Side::White), Some(Side::Black));
+    // R2: Portes resigned by White for 2 points: Black has 2, Plakoto next, Black
+    // (the winner) starts it.
+    let m = MatchState::new(3).unwrap();
+    let m = m.advance(&off_board(black, 2, Resignation)).unwrap();
+    assert_eq!(seen(&m), (Variant::Plakoto, black, [0, 2], 1, None));
+    // Plakoto lost by Black on time, 1 point: Fevga next, White starts (R2).
+    let m = m.advance(&off_board(white, 1, TimeOut)).unwrap();
+    assert_eq!(seen(&m), (Variant::Fevga, white, [1, 2], 2, None));
+    // A 1-point resignation takes Black to the length: match over.
+    let m = m.advance(&off_board(black, 1, Resignation)).unwrap();
+    assert_eq!(seen(&m), (Variant::Portes, black, [1, 3], 3, black));
+    // R7: no 3-point games, no 0-point resignation, and a resignation or time-out
+    // has a winner.
+    let fresh = MatchState::new(5).unwrap();
+    let refused = |o| match fresh.advance(&o) {
+        Err(RulesError::Invalid { field, reason }) => format!("{field}: {reason}"),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(
+        refused(off_board(white, 3, Resignation)),
+        "outcome.points: a resignation result scores 1 or 2, not 3 (R5.5, R7)"
+    );
+    assert_eq!(
+        refused(off_board(white, 0, TimeOut)),
+        "outcome.points: a time_out result scores 1 or 2, not 0 (R5.5, R7)"
+    );
+    assert_eq!(
+        refused(off_board(None, 0, Resignation)),
+        "outcome.winner: a resignation result needs a winner"
+    );
+    // The time-out's points follow the loser's borne-off checkers (R7's mars).
+    let points = [0, 1, 14].map(OutcomeReason::time_out_points);
+    assert_eq!(points, [2, 1, 1]);
+    assert_eq!(
+        (Resignation.name(), TimeOut.name()),
+        ("resignation", "time_out")
+    );
+}
+
 #[test]
 fn inputs_are_parsed_strictly_and_echoed_briefly() {
     // Dice text must be two digits 1..6.

@@ -574,6 +574,62 @@ async fn opening_roll_and_match_cycle() {
     server.shutdown().await.unwrap();
 }
 
+/// R2 with the project's off-board results (docs/api.md "Resignation and
+/// time-out"): a resigned or timed-out game scores its points and its winner
+/// starts the next game.
+#[tokio::test]
+async fn advance_match_takes_resignations_and_time_outs() {
+    use pb::OutcomeReason::{Resignation, TimeOut};
+    let server = TestServer::default().await;
+    let mut c = server.client().await;
+    let mut advance =
+        async |state: pb::MatchState, w: pb::Side, points, reason: pb::OutcomeReason| {
+            let req = pb::AdvanceMatchRequest {
+                match_state: Some(state),
+                outcome: Some(pb::GameOutcome {
+                    winner: w as i32,
+                    points,
+                    reason: reason as i32,
+                }),
+            };
+            c.advance_match(req)
+                .await
+                .map(|r| r.into_inner().match_state.unwrap())
+        };
+    // (score White, score Black, next variant, starter, match winner)
+    let seen = |m: &pb::MatchState| (m.score_white, m.score_black, m.variant, m.starter, m.winner);
+    let new_match = pb::MatchState {
+        length: 3,
+        variant: pb::Variant::Portes as i32,
+        ..Default::default()
+    };
+    let (white, black) = (pb::Side::White as i32, pb::Side::Black as i32);
+    let m = advance(new_match, pb::Side::Black, 2, Resignation)
+        .await
+        .unwrap();
+    assert_eq!(seen(&m), (0, 2, pb::Variant::Plakoto as i32, black, 0));
+    assert!(!m.opening_roll_needed);
+    let m = advance(m, pb::Side::White, 1, TimeOut).await.unwrap();
+    assert_eq!(seen(&m), (1, 2, pb::Variant::Fevga as i32, white, 0));
+    let m = advance(m, pb::Side::Black, 1, Resignation).await.unwrap();
+    assert_eq!(seen(&m), (1, 3, pb::Variant::Portes as i32, black, black));
+    assert!(m.match_over);
+    // No winner, or 3 points (R7): INVALID_ARGUMENT naming the field.
+    let e = advance(new_match, pb::Side::Unspecified, 0, Resignation)
+        .await
+        .unwrap_err();
+    assert_invalid(&e, "outcome.winner");
+    assert_eq!(
+        e.message(),
+        "outcome.winner: a resignation result needs a winner"
+    );
+    let e = advance(new_match, pb::Side::White, 3, TimeOut)
+        .await
+        .unwrap_err();
+    assert_invalid(&e, "outcome.points");
+    server.shutdown().await.unwrap();
+}
+
 // ------------------------------------------------------------------ errors
 
 #[tokio::test]
@@ -771,6 +827,7 @@ async fn bad_inputs_are_invalid_argument_naming_the_field() {
             position: Some(evaluate_request::Position::PositionId(PORTES_START.into())),
             dice: None,
             plies: 9,
+            grade: None,
         })
         .await
         .unwrap_err();
@@ -836,6 +893,7 @@ async fn evaluate_is_unimplemented_without_an_evaluator() {
             position: Some(evaluate_request::Position::PositionId(PORTES_START.into())),
             dice: dice(6, 5),
             plies: 1,
+            grade: None,
         })
         .await
         .unwrap_err();
@@ -1097,6 +1155,7 @@ impl PositionEvaluator for SlowEvaluator {
                 play,
                 equity: e.equity,
                 probabilities: e.probabilities,
+                plies: e.plies,
             })
             .collect())
     }
@@ -1120,6 +1179,7 @@ fn eval_req(d: Option<pb::Dice>) -> pb::EvaluateRequest {
         position: Some(evaluate_request::Position::PositionId(PORTES_START.into())),
         dice: d,
         plies: 1,
+        grade: None,
     }
 }
 
@@ -1225,7 +1285,8 @@ async fn client_deadline_is_honoured() {
     server.shutdown().await.unwrap();
 }
 
-/// The server's own request timeout answers DEADLINE_EXCEEDED (and is counted).
+/// The server's own request timeout answers DEADLINE_EXCEEDED naming its flag (and
+/// is counted).
 #[tokio::test]
 async fn server_request_timeout_is_deadline_exceeded() {
     let (mut config, eval) = slow_config(Duration::from_millis(800), 8);
@@ -1235,6 +1296,11 @@ async fn server_request_timeout_is_deadline_exceeded() {
     let t = Instant::now();
     let e = c.evaluate(eval_req(None)).await.unwrap_err();
     assert_eq!(e.code(), Code::DeadlineExceeded, "{e:?}");
+    assert_eq!(
+        e.message(),
+        "the server's --request-timeout-seconds (0.2 s) passed; AnalyzeGame, Rollout and \
+         EvaluateBatch have --long-request-timeout-seconds"
+    );
     assert!(
         t.elapsed() < Duration::from_millis(700),
         "{:?}",
@@ -1331,6 +1397,7 @@ async fn evaluate_with_the_engine() {
         position: Some(evaluate_request::Position::PositionId(id.into())),
         dice: d,
         plies,
+        grade: None,
     };
     // White has borne off all 15 and Black none: Black, to move, has lost a mars.
     let r = c

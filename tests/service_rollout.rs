@@ -186,6 +186,10 @@ async fn a_rollout_holds_its_permit_until_cancelled_or_deadline() {
         }
     };
     assert_eq!(end.code(), Code::DeadlineExceeded, "{end:?}");
+    assert_eq!(
+        end.message(),
+        "the client's deadline (grpc-timeout 0.3 s) passed"
+    );
     drop(stream);
     let mut ok = false;
     for _ in 0..100 {

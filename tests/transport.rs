@@ -730,6 +730,7 @@ async fn grpc_web_calls_share_the_concurrency_limit() {
             position: Some(evaluate_request::Position::PositionId(SPREAD.into())),
             dice: Some(pb::Dice { die1: 3, die2: 3 }),
             plies: 2,
+            grade: None,
         })
         .await
     });
@@ -795,6 +796,7 @@ async fn grpc_web_calls() {
             position: Some(evaluate_request::Position::PositionId(PORTES_START.into())),
             dice: Some(pb::Dice { die1: 3, die2: 1 }),
             plies: 0,
+            grade: None,
         },
     )
     .await;

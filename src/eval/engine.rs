@@ -166,9 +166,12 @@ impl PositionEvaluator for Engine {
         self.evaluate_board(pos.variant, &board, opts)
     }
 
-    /// Every legal play, best first by the mover's Tavli equity after it. Plays
-    /// outside the move filter (at `plies >= 1`) keep their 0-ply values and follow
-    /// the searched ones. Errors: as [`PositionEvaluator::evaluate`], plus
+    /// Every legal play, valued for the mover after it: at `plies >= 1` the move
+    /// filter's candidates are searched at `plies` and come first, best first; the
+    /// other plays keep their 0-ply values and follow, best first (as GNU Backgammon
+    /// lists them); [`RankedPlay::plies`] says which depth valued each play. At 0
+    /// plies every play is at 0 plies, best first. Ties keep generation order.
+    /// Errors: as [`PositionEvaluator::evaluate`], plus
     /// [`crate::rules::RulesError::GameOver`] for a finished game (it has no plays).
     fn rank_plays(
         &self,
@@ -184,10 +187,11 @@ impl PositionEvaluator for Engine {
         self.rank_raw(pos.variant, &plays, opts, &mut ranked)?;
         Ok(ranked
             .into_iter()
-            .map(|(i, p, _)| RankedPlay {
+            .map(|(i, p, plies)| RankedPlay {
                 play: to_play(pos.variant, pos.turn, &plays[i]),
                 equity: p.equity(),
                 probabilities: p,
+                plies,
             })
             .collect())
     }

@@ -32,7 +32,10 @@ pub trait PositionEvaluator: Send + Sync {
     /// Evaluates `pos` for its side to move. A finished game (R9) is returned as a
     /// certain outcome, not an error.
     fn evaluate(&self, pos: &Position, opts: EvalOptions) -> Result<Evaluation, EvalError>;
-    /// Every legal play of `pos` with `dice`, best first by Tavli equity.
+    /// Every legal play of `pos` with `dice`, ranked by Tavli equity: the plays
+    /// valued at the full depth first, best first, then those valued at a lower
+    /// depth (left out by the move filter), best first; each with its
+    /// [`RankedPlay::plies`].
     fn rank_plays(
         &self,
         pos: &Position,

@@ -221,6 +221,10 @@ pub struct Evaluation {
 }
 
 /// A legal play with its evaluation after it, from the mover's view.
+///
+/// In a ranking ([`super::PositionEvaluator::rank_plays`]) the plays valued at the
+/// full depth come first, best first, then the plays the move filter left at a lower
+/// depth, best first ([`super::search::Search::rank`]); `plies` says which.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RankedPlay {
     pub play: Play,
@@ -228,6 +232,9 @@ pub struct RankedPlay {
     pub equity: f32,
     /// Mover's probabilities after the play.
     pub probabilities: Probabilities,
+    /// The depth at which the play was valued: the ranking's depth, or 0 for a play
+    /// the move filter did not search deeper (its 0-ply value).
+    pub plies: u8,
 }
 
 #[cfg(test)]

@@ -140,8 +140,13 @@ pub enum EndReason {
     Board(Outcome),
     /// A double was dropped.
     Drop,
-    /// The loser resigned (no rule of the board ended the game).
+    /// The loser resigned (no rule of the board ended the game): the points offered
+    /// and accepted (1 or 2 in a Tavli game, R7).
     Resign,
+    /// The loser's time ran out (no rule of the board ended the game): 2 points when
+    /// the loser had borne off no checker, otherwise 1
+    /// ([`crate::rules::OutcomeReason::time_out_points`]).
+    TimeOut,
 }
 
 impl MatchRecord {
@@ -160,6 +165,19 @@ impl MatchRecord {
 }
 
 impl GameRecord {
+    /// The position after the game's last play: the variant's start with the first
+    /// mover to move when no play was made.
+    pub fn final_position(&self) -> Position {
+        let last = self.actions.iter().rev().find_map(|a| match &a.kind {
+            ActionKind::Play(t) => Some(t.play.position),
+            _ => None,
+        });
+        last.unwrap_or_else(|| {
+            let first = self.actions.first().map_or(Side::White, |a| a.side);
+            Position::start(self.variant, first)
+        })
+    }
+
     /// The number of cube actions (doubles, takes, drops) in the game.
     pub fn cube_actions(&self) -> usize {
         self.actions
@@ -186,6 +204,11 @@ pub struct GameInput {
     pub opening: Option<[u8; 2]>,
     /// The turns in order, sides alternating.
     pub turns: Vec<TurnInput>,
+    /// How the game ended when no play ended it: a resignation or a time-out
+    /// ([`crate::rules::OutcomeReason::Resignation`], `TimeOut`) after the last turn.
+    /// `None`: the last play's outcome, or an unfinished game. On a game the board
+    /// ended it must be that outcome.
+    pub result: Option<Outcome>,
 }
 
 /// A record that cannot be read or does not follow the rules.
@@ -207,6 +230,9 @@ pub struct RecordError {
     pub message: String,
     /// The legal plays (canonical notation) when a play is illegal or ambiguous.
     pub legal: Vec<String>,
+    /// True when the error is about a structured game's result
+    /// ([`GameInput::result`]) rather than a turn.
+    pub in_result: bool,
 }
 
 impl RecordError {
@@ -220,6 +246,7 @@ impl RecordError {
             turn_index: None,
             message: message.into(),
             legal: Vec::new(),
+            in_result: false,
         }
     }
 }

@@ -6,7 +6,7 @@ use super::model::{
     Action, ActionKind, EndReason, GameEnd, GameInput, GameRecord, MatchRecord, RecordError, Turn,
 };
 use super::text::{Cell, RawCell, RawEnd, RawGame, RawRecord};
-use crate::rules::{self, Dice, PlayInput, Position, RulesError, Side, Variant};
+use crate::rules::{self, Dice, OutcomeReason, PlayInput, Position, RulesError, Side, Variant};
 
 /// MAT spellings to the engine's notation: `25` is the bar, `0` is off; `pass`,
 /// `Cannot Move` (eXtremeGammon) and `???` mean no move. Per-die moves (`13/8 13/8`),
@@ -287,9 +287,16 @@ fn replay_game(
             column,
             points,
             line,
-        }) => Some(end_of(
-            ctx, &actions, over, column, points, line, tagged, cube, variant,
-        )?),
+            time_out,
+        }) => {
+            let how = End {
+                column,
+                points,
+                line,
+                time_out,
+            };
+            Some(end_of(ctx, &actions, over, how, tagged, cube, &pos)?)
+        }
     };
     Ok(GameRecord {
         number: raw.number,
@@ -304,21 +311,39 @@ fn replay_game(
     })
 }
 
-/// The result of a game from its result line and how the game went.
-#[allow(clippy::too_many_arguments)]
+/// A result line as read: the column it stands in, the points (`None`: `Draw`), its
+/// line, and whether it is marked `(time-out)`.
+struct End {
+    column: Side,
+    points: Option<u32>,
+    line: usize,
+    time_out: bool,
+}
+
+/// The result of a game from its result line and how the game went; `last` is the
+/// position after the last play.
 fn end_of(
     ctx: &Ctx,
     actions: &[Action],
     over: Option<rules::Outcome>,
-    column: Side,
-    points: Option<u32>,
-    line: usize,
+    end: End,
     tagged: bool,
     cube: u32,
-    variant: Variant,
+    last: &Position,
 ) -> Result<GameEnd, RecordError> {
+    let End {
+        column,
+        points,
+        line,
+        time_out,
+    } = end;
     let err = |m: String| ctx.err(None, line, m);
     if let Some(o) = over {
+        if time_out {
+            return Err(err(format!(
+                "a time-out after the game ended on the board ({o})"
+            )));
+        }
         return match (o.winner, points) {
             (None, None) => Ok(GameEnd {
                 winner: None,
@@ -330,8 +355,9 @@ fn end_of(
             (Some(w), Some(p)) => {
                 if tagged && p != o.points as u32 {
                     return Err(err(format!(
-                        "the record says {p} point{} but the {variant} game is worth {} ({o}; R5.5, R7)",
+                        "the record says {p} point{} but the {} game is worth {} ({o}; R5.5, R7)",
                         if p == 1 { "" } else { "s" },
+                        last.variant,
                         o.points
                     )));
                 }
@@ -347,6 +373,9 @@ fn end_of(
         return Err(err("\"Draw\" but the game is not over on the board".into()));
     };
     match actions.last().map(|a| (&a.kind, a.side)) {
+        Some((ActionKind::Drop, _)) if time_out => {
+            Err(err("a time-out after a dropped double".into()))
+        }
         Some((ActionKind::Drop, dropper)) => {
             if p != cube / 2 {
                 return Err(err(format!(
@@ -361,12 +390,112 @@ fn end_of(
                 how: EndReason::Drop,
             })
         }
-        _ => Ok(GameEnd {
-            winner: Some(column),
-            points: p,
-            how: EndReason::Resign,
-        }),
+        _ => {
+            let reason = if time_out {
+                OutcomeReason::TimeOut
+            } else {
+                OutcomeReason::Resignation
+            };
+            // A backgammon game may resign a backgammon (3 points) or a cube's value.
+            if tagged || time_out {
+                off_board_points(reason, column, p, last).map_err(err)?;
+            }
+            Ok(GameEnd {
+                winner: Some(column),
+                points: p,
+                how: end_reason(reason),
+            })
+        }
     }
+}
+
+/// The record's form of an off-board result.
+fn end_reason(reason: OutcomeReason) -> EndReason {
+    match reason {
+        OutcomeReason::TimeOut => EndReason::TimeOut,
+        _ => EndReason::Resign,
+    }
+}
+
+/// Checks the points of a resignation or a time-out won by `winner` with `last` the
+/// position after the last play (the project's rules, docs/api.md "Resignation and
+/// time-out"): a resignation scores 1 or 2 (R7: no 3-point games), a time-out
+/// [`OutcomeReason::time_out_points`]. The error is the message.
+fn off_board_points(
+    reason: OutcomeReason,
+    winner: Side,
+    points: u32,
+    last: &Position,
+) -> Result<(), String> {
+    let loser = winner.opponent();
+    match reason {
+        OutcomeReason::TimeOut => {
+            let off = last.off[loser.index()];
+            let want = OutcomeReason::time_out_points(off) as u32;
+            if points != want {
+                return Err(format!(
+                    "a time-out scores {want}, not {points}: {loser} had borne off {off} checker{} \
+                     (2 points when none, as a mars, R7; otherwise 1)",
+                    if off == 1 { "" } else { "s" }
+                ));
+            }
+        }
+        _ if !(1..=2).contains(&points) => {
+            return Err(format!(
+                "a resignation scores 1 or 2 points (R7: no 3-point games), not {points}"
+            ))
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// A structured game's declared result ([`GameInput::result`]) checked against how
+/// the game went: on a game the board ended it must be the board's outcome;
+/// otherwise a resignation or a time-out (with a winner, and its points,
+/// [`off_board_points`]), which becomes the game's end. Errors name the `result`.
+fn declared_result(
+    mut game: GameRecord,
+    declared: Option<rules::Outcome>,
+    ctx: &Ctx,
+) -> Result<GameRecord, RecordError> {
+    let Some(d) = declared else {
+        return Ok(game);
+    };
+    let err = |m: String| {
+        let mut e = ctx.err(None, 0, m);
+        e.in_result = true;
+        e
+    };
+    if let Some(GameEnd {
+        how: EndReason::Board(o),
+        ..
+    }) = game.end
+    {
+        if o != d {
+            return Err(err(format!(
+                "the last play ended the game ({o}): the result is that, not {d}"
+            )));
+        }
+        return Ok(game);
+    }
+    if !d.reason.is_off_board() {
+        return Err(err(format!(
+            "the game is not over on the board, so it cannot end by {}: a game ended \
+             before its last play would is a resignation or a time-out",
+            d.reason.name()
+        )));
+    }
+    let Some(winner) = d.winner else {
+        return Err(err(format!("a {} needs a winner", d.reason.name())));
+    };
+    off_board_points(d.reason, winner, d.points as u32, &game.final_position()).map_err(err)?;
+    game.end = Some(GameEnd {
+        winner: Some(winner),
+        points: d.points as u32,
+        how: end_reason(d.reason),
+    });
+    Ok(game)
 }
 
 /// Replays a record read from text: every game, and the scores from game to game.
@@ -490,6 +619,7 @@ pub(crate) fn replay_structured(
             end: None,
         };
         let game = replay_game(raw, &ctx, prev_winner, true)?;
+        let game = declared_result(game, g.result, &ctx)?;
         if let Some(GameEnd {
             winner: Some(w),
             points,

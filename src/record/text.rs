@@ -58,7 +58,13 @@ pub(crate) struct RawEnd {
     /// `None` for `Draw`.
     pub points: Option<u32>,
     pub line: usize,
+    /// The result is marked as a time-out: `Wins 1 point (time-out)`.
+    pub time_out: bool,
 }
+
+/// The mark after a result's points that says the loser's time ran out (an
+/// extension: `Wins 2 points (time-out)`).
+pub(crate) const TIME_OUT_MARK: &str = "(time-out)";
 
 /// The column where a right-column cell starts in GNU Backgammon's layout; text
 /// starting at or after column 20 of a line without a move number is taken as right.
@@ -220,7 +226,9 @@ fn split_cells(s: &str, offset: usize) -> Vec<Piece<'_>> {
 
 enum Parsed {
     Cell(Cell),
-    End(Option<u32>),
+    /// A result: the points (`None` for `Draw`) and whether it is marked as a
+    /// time-out.
+    End(Option<u32>, bool),
 }
 
 /// What a cell may be, for errors.
@@ -261,13 +269,15 @@ fn cell(text: &str, line: usize) -> Result<Parsed, RecordError> {
         Some("takes") if words.len() == 1 => Ok(Parsed::Cell(Cell::Take)),
         Some("drops") if words.len() == 1 => Ok(Parsed::Cell(Cell::Drop)),
         Some("wins") => match words[..] {
-            [_, n, p, ..] if p.to_ascii_lowercase().starts_with("point") => n
-                .parse()
-                .map(|v| Parsed::End(Some(v)))
-                .map_err(|_| bad("a result is written \"Wins 1 point\"")),
+            [_, n, p, ref rest @ ..] if p.to_ascii_lowercase().starts_with("point") => {
+                let time_out = rest.len() == 1 && rest[0].eq_ignore_ascii_case(TIME_OUT_MARK);
+                n.parse()
+                    .map(|v| Parsed::End(Some(v), time_out))
+                    .map_err(|_| bad("a result is written \"Wins 1 point\""))
+            }
             _ => Err(bad("a result is written \"Wins 1 point\"")),
         },
-        Some("draw") if words.len() == 1 => Ok(Parsed::End(None)),
+        Some("draw") if words.len() == 1 => Ok(Parsed::End(None, false)),
         Some("beavers" | "raccoons") => Err(bad(
             "beavers and raccoons are not supported (Tavli is cubeless; cube actions are only \
              read as doubles, takes and drops)",
@@ -426,11 +436,12 @@ fn read_body_line(l: &str, line: usize, game: &mut RawGame) -> Result<(), Record
             ));
         }
         match cell(p.text, line)? {
-            Parsed::End(points) => {
+            Parsed::End(points, time_out) => {
                 game.end = Some(RawEnd {
                     column: side,
                     points,
                     line,
+                    time_out,
                 });
             }
             Parsed::Cell(mut c) => {

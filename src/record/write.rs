@@ -4,6 +4,7 @@
 //! they were read (or in the engine's notation for structured input).
 
 use super::model::{ActionKind, EndReason, GameRecord, MatchRecord};
+use super::text::TIME_OUT_MARK;
 use crate::rules::Side;
 use std::fmt::Write as _;
 
@@ -112,10 +113,15 @@ fn write_game(out: &mut String, g: &GameRecord) {
         i += 1;
     }
     if let Some(e) = &g.end {
-        if e.how == EndReason::Resign {
+        if matches!(e.how, EndReason::Resign | EndReason::TimeOut) {
             let odd = i % 2 == 1;
             let winner = e.winner.unwrap_or(Side::White);
-            let text = points_text(e.points);
+            let mut text = points_text(e.points);
+            if e.how == EndReason::TimeOut {
+                // The extension that marks a time-out (docs/records.md).
+                text.push(' ');
+                text.push_str(TIME_OUT_MARK);
+            }
             let flip = odd ^ dice_rolled;
             let sz = if winner == Side::White {
                 // The right player resigned.

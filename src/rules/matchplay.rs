@@ -63,11 +63,15 @@ impl MatchState {
 
     /// The state after the current game ended with `outcome` (R2): points added, the
     /// next variant in the cycle, the winner starts the next game (an opening roll
-    /// after a draw), the match over when a side reaches the length. Errors (field
-    /// `match`) when the match is already over, `match.winner` for a winner short of
-    /// the length, or (fields `outcome.*`) when the outcome
-    /// cannot end a game of the variant played: points other than 1 for a single win,
-    /// 2 for a mars or mother win, 0 for a draw; mother results outside Plakoto.
+    /// after a draw), the match over when a side reaches the length. A resignation
+    /// or a time-out is a win like any other: its points count and its winner starts
+    /// the next game. Errors (field `match`) when the match is already over,
+    /// `match.winner` for a winner short of the length, or (fields `outcome.*`) when
+    /// the outcome cannot end a game of the variant played: points other than 1 for a
+    /// single win, 2 for a mars or mother win, 0 for a draw, 1 or 2 for a resignation
+    /// or a time-out (R7: no 3-point games; the time-out rule's 1 or 2 depends on the
+    /// board, which this state does not hold); a resignation or time-out without a
+    /// winner; mother results outside Plakoto.
     pub fn advance(&self, outcome: &Outcome) -> Result<MatchState, RulesError> {
         if self.length == 0 {
             return Err(RulesError::invalid(
@@ -92,10 +96,11 @@ impl MatchState {
         }
 
         use super::types::OutcomeReason::*;
-        let expected_points = match (outcome.reason, outcome.winner) {
-            (BoreOff, Some(_)) => 1,
-            (Mars | MotherPinned, Some(_)) => 2,
-            (BothMothersPinned, None) => 0,
+        let allowed: &[u8] = match (outcome.reason, outcome.winner) {
+            (BoreOff, Some(_)) => &[1],
+            (Mars | MotherPinned, Some(_)) => &[2],
+            (Resignation | TimeOut, Some(_)) => &[1, 2],
+            (BothMothersPinned, None) => &[0],
             _ => {
                 return Err(RulesError::invalid(
                     "outcome.winner",
@@ -111,11 +116,15 @@ impl MatchState {
                 ))
             }
         };
-        if outcome.points != expected_points {
+        if !allowed.contains(&outcome.points) {
+            let scores = match allowed {
+                [p] => p.to_string(),
+                _ => "1 or 2".to_string(),
+            };
             return Err(RulesError::invalid(
                 "outcome.points",
                 format!(
-                    "a {} result scores {expected_points}, not {} (R5.5, R7)",
+                    "a {} result scores {scores}, not {} (R5.5, R7)",
                     outcome.reason.name(),
                     outcome.points
                 ),

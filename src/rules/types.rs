@@ -343,7 +343,8 @@ impl PartialEq<Vec<Move>> for Moves {
     }
 }
 
-/// Why a game ended (RULES.md R5.5, R7).
+/// Why a game ended (RULES.md R5.5, R7; resignation and time-out are the project's
+/// rules where RULES.md is silent, docs/api.md "Resignation and time-out").
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum OutcomeReason {
     /// The winner bore off all 15 and the loser had borne off at least one: 1 point (R7).
@@ -355,16 +356,44 @@ pub enum OutcomeReason {
     MotherPinned,
     /// Plakoto: both mothers pinned: a draw, 0 points (R5.5).
     BothMothersPinned,
+    /// The loser resigned, before the board ended the game: the winner scores the
+    /// points offered and accepted, 1 or 2 (R7 has no 3-point games).
+    Resignation,
+    /// The loser's time ran out, before the board ended the game: the winner scores
+    /// 2 points when the loser has borne off no checker (as a mars, R7), otherwise 1
+    /// ([`OutcomeReason::time_out_points`]).
+    TimeOut,
 }
 
 impl OutcomeReason {
-    /// Short stable name: `bore_off`, `mars`, `mother_pinned`, `both_mothers_pinned`.
+    /// Short stable name: `bore_off`, `mars`, `mother_pinned`, `both_mothers_pinned`,
+    /// `resignation`, `time_out`.
     pub fn name(self) -> &'static str {
         match self {
             OutcomeReason::BoreOff => "bore_off",
             OutcomeReason::Mars => "mars",
             OutcomeReason::MotherPinned => "mother_pinned",
             OutcomeReason::BothMothersPinned => "both_mothers_pinned",
+            OutcomeReason::Resignation => "resignation",
+            OutcomeReason::TimeOut => "time_out",
+        }
+    }
+
+    /// True for the reasons that end a game off the board, before its last play
+    /// would: a resignation and a time-out.
+    pub fn is_off_board(self) -> bool {
+        matches!(self, OutcomeReason::Resignation | OutcomeReason::TimeOut)
+    }
+
+    /// The points a time-out is worth, the project's rule (RULES.md is silent):
+    /// the game is lost as if the opponent had just borne off its last checker, so
+    /// 2 when the side whose time ran out has borne off none (`loser_off` 0, a mars
+    /// by R7), otherwise 1.
+    pub fn time_out_points(loser_off: u8) -> u8 {
+        if loser_off == 0 {
+            2
+        } else {
+            1
         }
     }
 }

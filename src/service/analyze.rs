@@ -7,10 +7,9 @@
 use super::api::TavliEngineService;
 use super::convert;
 use super::error::ServiceError;
+use super::limits::{name_deadline, Deadline};
 use super::pb;
-use crate::analysis::{
-    self, AnalysisOptions, Event, LuckMark, Mark, PlayerStats, RolloutCheck, Thresholds,
-};
+use crate::analysis::{self, AnalysisOptions, Event, LuckMark, PlayerStats, RolloutCheck};
 use crate::eval::{CancelToken, PositionEvaluator};
 use crate::record::{GameInput, MatchRecord, RecordError, TurnInput, MAX_GAMES};
 use crate::rules::Side;
@@ -45,16 +44,6 @@ fn record_reason(e: &RecordError) -> String {
         }
     }
     s
-}
-
-fn threshold(v: f32, default: f32, field: &str) -> Result<f32, ServiceError> {
-    if !v.is_finite() || v < 0.0 {
-        return Err(ServiceError::invalid(
-            field,
-            format!("a threshold is a number of points >= 0, got {v}"),
-        ));
-    }
-    Ok(if v == 0.0 { default } else { v })
 }
 
 /// The longest player name of a structured record, in characters (every game of the
@@ -131,16 +120,23 @@ fn structured_record(m: &pb::MatchRecord) -> Result<MatchRecord, ServiceError> {
                 })
             })
             .collect::<Result<Vec<_>, ServiceError>>()?;
+        let result = g
+            .result
+            .as_ref()
+            .map(|o| convert::outcome_from_pb(Some(o), &f("result")))
+            .transpose()?;
         games.push(GameInput {
             variant,
             starter,
             opening,
             turns,
+            result,
         });
     }
     MatchRecord::from_games(m.match_length, players, &games).map_err(|e| {
         let field = match (e.game_index, e.turn_index) {
             (Some(g), Some(t)) => format!("structured.games[{g}].turns[{t}].play"),
+            (Some(g), None) if e.in_result => format!("structured.games[{g}].result"),
             (Some(g), None) => format!("structured.games[{g}]"),
             _ => "structured".to_string(),
         };
@@ -170,22 +166,7 @@ impl TavliEngineService {
                 ));
             }
         }
-        let d = Thresholds::default();
-        let t = req.thresholds.unwrap_or_default();
-        let thresholds = Thresholds {
-            doubtful: threshold(t.doubtful, d.doubtful, "thresholds.doubtful")?,
-            bad: threshold(t.bad, d.bad, "thresholds.bad")?,
-            very_bad: threshold(t.very_bad, d.very_bad, "thresholds.very_bad")?,
-        };
-        if !(thresholds.doubtful <= thresholds.bad && thresholds.bad <= thresholds.very_bad) {
-            return Err(ServiceError::invalid(
-                "thresholds",
-                format!(
-                    "thresholds must grow: doubtful {} <= bad {} <= very bad {}",
-                    thresholds.doubtful, thresholds.bad, thresholds.very_bad
-                ),
-            ));
-        }
+        let thresholds = convert::thresholds_from_pb(req.thresholds.as_ref(), "thresholds")?;
         let rollout = req
             .rollout
             .as_ref()
@@ -251,15 +232,6 @@ impl TavliEngineService {
             seed: r.seed,
             candidates,
         })
-    }
-}
-
-fn mark_to_pb(m: Mark) -> pb::PlayMark {
-    match m {
-        Mark::None => pb::PlayMark::Unspecified,
-        Mark::Doubtful => pb::PlayMark::Doubtful,
-        Mark::Bad => pb::PlayMark::Bad,
-        Mark::VeryBad => pb::PlayMark::VeryBad,
     }
 }
 
@@ -346,7 +318,7 @@ pub fn run_analysis(
                 best_equity: t.best_equity,
                 played_equity: t.played_equity,
                 error: t.error,
-                mark: mark_to_pb(t.mark) as i32,
+                mark: convert::mark_to_pb(t.mark) as i32,
                 legal_plays: t.legal_plays as u32,
                 probabilities: Some(convert::probabilities_to_pb(&t.played_probabilities)),
                 equity_before: t.equity_before,
@@ -362,7 +334,7 @@ pub fn run_analysis(
                     best_equity_standard_error: r.best_standard_error,
                     played_equity_standard_error: r.played_standard_error,
                     search_error: r.search_error,
-                    search_mark: mark_to_pb(r.search_mark) as i32,
+                    search_mark: convert::mark_to_pb(r.search_mark) as i32,
                     search_best_play: r.search_best.notation.to_string(),
                 }),
             }),
@@ -387,10 +359,13 @@ pub fn run_analysis(
     Ok(())
 }
 
-/// The `AnalyzeGame` response stream: the messages of the analysis task; dropping it
-/// (the client cancelled or went away, the server shut down) cancels the task's work.
+/// The `AnalyzeGame` response stream: the messages of the analysis task, then its
+/// final error if it could not be queued (a client that stopped reading: the stream
+/// still ends with it once read, never looking complete); dropping it (the client
+/// cancelled or went away, the server shut down) cancels the task's work.
 pub struct CancelOnDrop {
     rx: tokio::sync::mpsc::Receiver<Result<pb::AnalyzeGameResponse, Status>>,
+    last: Arc<std::sync::Mutex<Option<Status>>>,
     token: CancelToken,
 }
 
@@ -398,7 +373,14 @@ impl tokio_stream::Stream for CancelOnDrop {
     type Item = Result<pb::AnalyzeGameResponse, Status>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        self.rx.poll_recv(cx)
+        match self.rx.poll_recv(cx) {
+            // The task has ended (its sender is dropped after `last` is set).
+            Poll::Ready(None) => {
+                let last = self.last.lock().ok().and_then(|mut l| l.take());
+                Poll::Ready(last.map(Err))
+            }
+            other => other,
+        }
     }
 }
 
@@ -417,19 +399,24 @@ pub const STALL_LIMIT: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// Starts a prepared analysis on the blocking pool and returns its stream. A message
 /// waits for room in the stream at most until the deadline (at most [`STALL_LIMIT`]),
-/// so a client that stops reading cannot hold the task for ever.
+/// so a client that stops reading cannot hold the task for ever. The deadline ends
+/// the stream with `DEADLINE_EXCEEDED` naming its limit ([`Deadline::passed`]), also
+/// for a client that was not reading then.
 /// `token` (a child of the server's token) stops it, as does dropping the stream;
 /// `hold` (the deep-search slot) is kept until the analysis has stopped.
 pub fn spawn_analysis<H: Send + 'static>(
     prepared: PreparedAnalysis,
-    deadline: Option<Instant>,
+    named: Option<Deadline>,
     token: CancelToken,
     hold: H,
 ) -> CancelOnDrop {
+    let deadline = named.map(|d| d.at);
     let (tx, rx) = tokio::sync::mpsc::channel(STREAM_BUFFER);
+    let last = Arc::new(std::sync::Mutex::new(None));
     let (work_token, request_token) = (token.clone(), token.clone());
     let span = tracing::Span::current();
     let handle = tokio::runtime::Handle::current();
+    let task_last = last.clone();
     tokio::task::spawn_blocking(move || {
         let _hold = hold;
         span.in_scope(|| {
@@ -448,28 +435,42 @@ pub fn spawn_analysis<H: Send + 'static>(
                     }
                 }
             });
+            let passed = || deadline.is_some_and(|d| Instant::now() >= d);
             let status = match r {
                 Ok(()) => return,
-                Err(_) if late && deadline.is_some_and(|d| Instant::now() >= d) => {
-                    Status::deadline_exceeded("deadline exceeded while the client was not reading")
-                }
+                Err(_) if late && passed() => Status::from(name_deadline(
+                    ServiceError::DeadlineExceeded(String::new()),
+                    named.as_ref(),
+                )),
                 Err(_) if late => Status::cancelled(format!(
                     "the client read nothing for {} s",
                     STALL_LIMIT.as_secs()
                 )),
-                Err(e) => Status::from(e.shutdown_if(&request_token, "analysis")),
+                Err(e) => Status::from(name_deadline(
+                    e.shutdown_if(&request_token, "analysis"),
+                    named.as_ref(),
+                )),
             };
-            if late {
+            let sent = if late {
                 // A stalled client: no waiting for room again.
-                let _ = tx.try_send(Err(status));
+                tx.try_send(Err(status.clone())).is_ok()
             } else {
                 // The stream must end with the error, not look complete: a reading
                 // client gets a little time to take it (nobody listens after a
                 // cancellation).
                 let grace = std::time::Duration::from_secs(5);
-                let _ = handle.block_on(tokio::time::timeout(grace, tx.send(Err(status))));
+                matches!(
+                    handle.block_on(tokio::time::timeout(grace, tx.send(Err(status.clone())))),
+                    Ok(Ok(()))
+                )
+            };
+            if !sent {
+                // No room: the stream gives it after the messages queued.
+                if let Ok(mut l) = task_last.lock() {
+                    *l = Some(status);
+                }
             }
         })
     });
-    CancelOnDrop { rx, token }
+    CancelOnDrop { rx, last, token }
 }

@@ -9,6 +9,7 @@ use super::error::{AtField, ServiceError};
 use super::limits::{DeepPermit, DeepSearchLimit};
 use super::pb;
 use super::wire;
+use crate::analysis::{self, Thresholds};
 use crate::eval::{CancelToken, EvalOptions, PositionEvaluator, MAX_PLIES};
 use crate::rules::movegen::RawPlay;
 use crate::rules::play::to_play;
@@ -54,11 +55,13 @@ pub const DEFAULT_MAX_ROLLOUT_TRIALS: u32 = 46_656;
 pub const MAX_BATCH_REQUESTS: usize = 1000;
 
 /// An `Evaluate` request (or `EvaluateBatch` item) after its checks.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub(super) struct EvaluateJob {
     pos: Position,
     dice: Option<Dice>,
     pub(super) plies: u8,
+    /// The play to grade (`grade`), resolved, and the marks' thresholds.
+    grade: Option<(rules::Play, Thresholds)>,
 }
 
 /// Records the variant on the current RPC span (see [`crate::telemetry`]).
@@ -207,59 +210,10 @@ impl TavliEngineService {
         &self,
         req: &pb::ApplyPlayRequest,
     ) -> Result<pb::ApplyPlayResponse, ServiceError> {
-        use pb::apply_play_request::Play as P;
         let pos = convert::position_input(req.position.as_ref().map(PositionInput::from))?;
         record_variant(pos.variant);
         let dice = convert::dice_from_pb(req.dice.as_ref(), "dice")?;
-        let play_field = match &req.play {
-            Some(P::Moves(_)) | None => "play.moves",
-            Some(P::Notation(_)) => "play.notation",
-            Some(P::ResultingPosition(_)) => "play.resulting_position",
-            Some(P::ResultingPositionId(_)) => "play.resulting_position_id",
-        };
-        let input = match &req.play {
-            None => {
-                return Err(ServiceError::invalid(
-                    "play",
-                    "a play is required: set moves, notation, resulting_position or \
-                     resulting_position_id",
-                ))
-            }
-            Some(P::Moves(list)) => PlayInput::Moves(
-                list.moves
-                    .iter()
-                    .enumerate()
-                    .map(|(i, m)| convert::move_from_pb(m, &format!("play.moves.moves[{i}]")))
-                    .collect::<Result<_, _>>()?,
-            ),
-            Some(P::Notation(s)) => PlayInput::Notation(s.clone()),
-            Some(P::ResultingPosition(p)) => {
-                PlayInput::Position(resulting(p, &pos, "play.resulting_position")?)
-            }
-            Some(P::ResultingPositionId(id)) => {
-                PlayInput::Position(convert::position_from_id(id, "play.resulting_position_id")?)
-            }
-        };
-        if let PlayInput::Position(target) = &input {
-            if target.variant != pos.variant {
-                return Err(ServiceError::invalid(
-                    play_field,
-                    format!(
-                        "the resulting position is {}, the position is {}",
-                        target.variant, pos.variant
-                    ),
-                ));
-            }
-        }
-        let play = rules::apply(&pos, dice, &input).map_err(|e| match ServiceError::from(e) {
-            // The core names the play `play` (not legal, bad notation): name the member
-            // of the `play` oneof that was set.
-            ServiceError::Invalid { field, reason } if field == "play" => {
-                ServiceError::invalid(play_field, reason)
-            }
-            e @ ServiceError::Invalid { .. } if is_play_field(&e) => e,
-            e => e.at("position"),
-        })?;
+        let play = resolve_play(&pos, dice, req.play.as_ref(), "play")?;
         Ok(pb::ApplyPlayResponse {
             position: Some(convert::position_to_pb(&play.position)),
             outcome: play.outcome.as_ref().map(convert::outcome_to_pb),
@@ -317,11 +271,28 @@ impl TavliEngineService {
                 ),
             ));
         }
+        let grade = match (&req.grade, dice) {
+            (None, _) => None,
+            (Some(_), None) => {
+                return Err(ServiceError::invalid(
+                    "grade",
+                    "a play to grade needs its roll: set dice",
+                ))
+            }
+            (Some(g), Some(dice)) => {
+                let play = g.play.as_ref().map(as_apply_play);
+                let play = resolve_play(&pos, dice, play.as_ref(), "grade.play")?;
+                let thresholds =
+                    convert::thresholds_from_pb(g.thresholds.as_ref(), "grade.thresholds")?;
+                Some((play, thresholds))
+            }
+        };
         self.loaded_evaluator()?;
         Ok(EvaluateJob {
             pos,
             dice,
             plies: req.plies as u8,
+            grade,
         })
     }
 
@@ -345,7 +316,9 @@ impl TavliEngineService {
         deadline: Option<Instant>,
         cancel: Option<CancelToken>,
     ) -> Result<pb::EvaluateResponse, ServiceError> {
-        let EvaluateJob { pos, dice, plies } = *job;
+        let EvaluateJob {
+            pos, dice, plies, ..
+        } = *job;
         let evaluator = self.loaded_evaluator()?;
         if let Some(m) = &self.metrics {
             m.evaluation_plies
@@ -366,9 +339,36 @@ impl TavliEngineService {
         // A finished game (R9) is answered as its certain outcome, with no plays.
         let ranked = match dice {
             Some(d) if pos.game_over().is_none() => {
-                evaluator.rank_plays(&pos, d, opts).at("position")?
+                evaluator.rank_plays(&pos, d, opts.clone()).at("position")?
             }
             _ => Vec::new(),
+        };
+        // Graded as AnalyzeGame grades a turn (a play to grade implies dice and a
+        // game not over: checked with the request).
+        let grade = match &job.grade {
+            Some((play, thresholds)) if !ranked.is_empty() => {
+                let g = analysis::grade_play(
+                    &**evaluator,
+                    play,
+                    ranked.len(),
+                    &ranked,
+                    thresholds,
+                    &opts,
+                )
+                .at("position")?;
+                Some(pb::PlayGrade {
+                    play: Some(convert::play_to_pb(play.clone(), false)),
+                    equity: g.played_equity,
+                    probabilities: Some(convert::probabilities_to_pb(&g.played_probabilities)),
+                    plies: g.plies as u32,
+                    best_play: Some(convert::play_to_pb(g.best, false)),
+                    best_equity: g.best_equity,
+                    error: g.error,
+                    mark: convert::mark_to_pb(g.mark) as i32,
+                    legal_plays: ranked.len() as u32,
+                })
+            }
+            _ => None,
         };
         Ok(pb::EvaluateResponse {
             position: Some(convert::position_to_pb(&pos)),
@@ -382,8 +382,10 @@ impl TavliEngineService {
                     play: Some(convert::play_to_pb(r.play, false)),
                     equity: r.equity,
                     probabilities: Some(convert::probabilities_to_pb(&r.probabilities)),
+                    plies: r.plies as u32,
                 })
                 .collect(),
+            grade,
         })
     }
 
@@ -529,6 +531,86 @@ impl TavliEngineService {
     }
 }
 
+/// The legal play of `pos` and `dice` that a request's play `oneof` (named `field`:
+/// `play` in ApplyPlay, `grade.play` in Evaluate) stands for. Errors:
+/// `INVALID_ARGUMENT` on `field` (none given, not legal, bad notation) or on the
+/// member that was set (`{field}.notation`, `{field}.moves.moves[i]...`); the
+/// position's errors (`position`, a finished game).
+pub(super) fn resolve_play(
+    pos: &Position,
+    dice: Dice,
+    play: Option<&pb::apply_play_request::Play>,
+    field: &str,
+) -> Result<rules::Play, ServiceError> {
+    use pb::apply_play_request::Play as P;
+    let member = |m: &str| format!("{field}.{m}");
+    let input = match play {
+        None => {
+            return Err(ServiceError::invalid(
+                field,
+                "a play is required: set moves, notation, resulting_position or \
+                 resulting_position_id",
+            ))
+        }
+        Some(P::Moves(list)) => PlayInput::Moves(
+            list.moves
+                .iter()
+                .enumerate()
+                .map(|(i, m)| convert::move_from_pb(m, &member(&format!("moves.moves[{i}]"))))
+                .collect::<Result<_, _>>()?,
+        ),
+        Some(P::Notation(s)) => PlayInput::Notation(s.clone()),
+        Some(P::ResultingPosition(p)) => {
+            PlayInput::Position(resulting(p, pos, &member("resulting_position"))?)
+        }
+        Some(P::ResultingPositionId(id)) => PlayInput::Position(convert::position_from_id(
+            id,
+            &member("resulting_position_id"),
+        )?),
+    };
+    let play_field = member(match play {
+        Some(P::Moves(_)) | None => "moves",
+        Some(P::Notation(_)) => "notation",
+        Some(P::ResultingPosition(_)) => "resulting_position",
+        Some(P::ResultingPositionId(_)) => "resulting_position_id",
+    });
+    if let PlayInput::Position(target) = &input {
+        if target.variant != pos.variant {
+            return Err(ServiceError::invalid(
+                play_field,
+                format!(
+                    "the resulting position is {}, the position is {}",
+                    target.variant, pos.variant
+                ),
+            ));
+        }
+    }
+    rules::apply(pos, dice, &input).map_err(|e| match ServiceError::from(e) {
+        // The core names the play `play` (not legal, bad notation): name the member
+        // of the `oneof` that was set; its sub-fields (`play.moves[i]...`) go under
+        // `field`.
+        ServiceError::Invalid { field: f, reason } if f == "play" => {
+            ServiceError::invalid(play_field, reason)
+        }
+        ServiceError::Invalid { field: f, reason } if f.starts_with("play.") => {
+            ServiceError::invalid(format!("{field}{}", &f["play".len()..]), reason)
+        }
+        e => e.at("position"),
+    })
+}
+
+/// A grade's play (`PlayToGrade.play`) as ApplyPlay's: the same four forms.
+fn as_apply_play(p: &pb::play_to_grade::Play) -> pb::apply_play_request::Play {
+    use pb::apply_play_request::Play as A;
+    use pb::play_to_grade::Play as G;
+    match p.clone() {
+        G::Moves(m) => A::Moves(m),
+        G::Notation(s) => A::Notation(s),
+        G::ResultingPosition(p) => A::ResultingPosition(p),
+        G::ResultingPositionId(s) => A::ResultingPositionId(s),
+    }
+}
+
 /// A resulting position given as a structured message: its side to move may be left
 /// unspecified (it is ignored), and its variant defaults to the position's.
 fn resulting(p: &pb::Position, pos: &Position, field: &str) -> Result<Position, ServiceError> {
@@ -540,8 +622,4 @@ fn resulting(p: &pb::Position, pos: &Position, field: &str) -> Result<Position, 
         p.variant = convert::variant_to_pb(pos.variant) as i32;
     }
     convert::position_from_pb(&p, field)
-}
-
-fn is_play_field(e: &ServiceError) -> bool {
-    matches!(e, ServiceError::Invalid { field, .. } if field == "play" || field.starts_with("play."))
 }

@@ -5,6 +5,7 @@
 
 use super::error::{join_path, AtField, ServiceError};
 use super::pb;
+use crate::analysis::{Mark, Thresholds};
 use crate::eval::Probabilities;
 use crate::rules::board::Board;
 use crate::rules::position_id;
@@ -249,6 +250,53 @@ position_oneof!(
     rollout_request
 );
 
+/// One threshold of a `MarkThresholds`: a number of points >= 0; 0 takes `default`.
+fn threshold(v: f32, default: f32, field: &str) -> Result<f32, ServiceError> {
+    if !v.is_finite() || v < 0.0 {
+        return Err(ServiceError::invalid(
+            field,
+            format!("a threshold is a number of points >= 0, got {v}"),
+        ));
+    }
+    Ok(if v == 0.0 { default } else { v })
+}
+
+/// The marks' thresholds of a `MarkThresholds` field named `field` (unset, or a 0
+/// field: GNU Backgammon's default); they must grow from doubtful to very bad.
+/// Errors: `INVALID_ARGUMENT` on `{field}.doubtful` (`.bad`, `.very_bad`) or `field`.
+pub fn thresholds_from_pb(
+    t: Option<&pb::MarkThresholds>,
+    field: &str,
+) -> Result<Thresholds, ServiceError> {
+    let d = Thresholds::default();
+    let t = t.copied().unwrap_or_default();
+    let thresholds = Thresholds {
+        doubtful: threshold(t.doubtful, d.doubtful, &join_path(field, "doubtful"))?,
+        bad: threshold(t.bad, d.bad, &join_path(field, "bad"))?,
+        very_bad: threshold(t.very_bad, d.very_bad, &join_path(field, "very_bad"))?,
+    };
+    if !(thresholds.doubtful <= thresholds.bad && thresholds.bad <= thresholds.very_bad) {
+        return Err(ServiceError::invalid(
+            field,
+            format!(
+                "thresholds must grow: doubtful {} <= bad {} <= very bad {}",
+                thresholds.doubtful, thresholds.bad, thresholds.very_bad
+            ),
+        ));
+    }
+    Ok(thresholds)
+}
+
+/// The protobuf value of a play's mark.
+pub fn mark_to_pb(m: Mark) -> pb::PlayMark {
+    match m {
+        Mark::None => pb::PlayMark::Unspecified,
+        Mark::Doubtful => pb::PlayMark::Doubtful,
+        Mark::Bad => pb::PlayMark::Bad,
+        Mark::VeryBad => pb::PlayMark::VeryBad,
+    }
+}
+
 // ------------------------------------------------------------------ dice, moves
 
 /// A die 1..=6 from a `uint32` field.
@@ -359,6 +407,8 @@ pub fn reason_to_pb(r: OutcomeReason) -> pb::OutcomeReason {
         OutcomeReason::Mars => pb::OutcomeReason::Mars,
         OutcomeReason::MotherPinned => pb::OutcomeReason::MotherPinned,
         OutcomeReason::BothMothersPinned => pb::OutcomeReason::BothMothersPinned,
+        OutcomeReason::Resignation => pb::OutcomeReason::Resignation,
+        OutcomeReason::TimeOut => pb::OutcomeReason::TimeOut,
     }
 }
 
@@ -372,7 +422,8 @@ pub fn outcome_to_pb(o: &Outcome) -> pb::GameOutcome {
 }
 
 /// A required `GameOutcome` field: a win scores 1 or 2 points, a draw
-/// (`SIDE_UNSPECIFIED`) 0. An unspecified reason is inferred from the points.
+/// (`SIDE_UNSPECIFIED`) 0; a resignation or a time-out has a winner. An unspecified
+/// reason is inferred from the points (a board result).
 pub fn outcome_from_pb(o: Option<&pb::GameOutcome>, field: &str) -> Result<Outcome, ServiceError> {
     let o = o.ok_or_else(|| {
         ServiceError::invalid(field, "an outcome is required: {winner, points, reason}")
@@ -406,6 +457,8 @@ pub fn outcome_from_pb(o: Option<&pb::GameOutcome>, field: &str) -> Result<Outco
         Ok(pb::OutcomeReason::Mars) => OutcomeReason::Mars,
         Ok(pb::OutcomeReason::MotherPinned) => OutcomeReason::MotherPinned,
         Ok(pb::OutcomeReason::BothMothersPinned) => OutcomeReason::BothMothersPinned,
+        Ok(pb::OutcomeReason::Resignation) => OutcomeReason::Resignation,
+        Ok(pb::OutcomeReason::TimeOut) => OutcomeReason::TimeOut,
         Err(_) => {
             return Err(ServiceError::invalid(
                 reason_field,
@@ -417,6 +470,14 @@ pub fn outcome_from_pb(o: Option<&pb::GameOutcome>, field: &str) -> Result<Outco
         OutcomeReason::BoreOff => 1,
         OutcomeReason::Mars | OutcomeReason::MotherPinned => 2,
         OutcomeReason::BothMothersPinned => 0,
+        // 1 or 2, checked with the winner above.
+        OutcomeReason::Resignation | OutcomeReason::TimeOut if winner.is_some() => points,
+        OutcomeReason::Resignation | OutcomeReason::TimeOut => {
+            return Err(ServiceError::invalid(
+                join_path(field, "winner"),
+                format!("a {} result needs a winner", reason.name()),
+            ))
+        }
     };
     if expected != points {
         return Err(ServiceError::invalid(

@@ -5,7 +5,7 @@
 //! | [`ServiceError::Invalid`] (R9, bad input) | `INVALID_ARGUMENT` | `google.rpc.BadRequest` with the field path and reason |
 //! | [`ServiceError::GameOver`] (R9) | `FAILED_PRECONDITION` | `google.rpc.ErrorInfo` reason `GAME_OVER`, domain `tavli.v1`, metadata `winner`, `points`, `reason` |
 //! | [`ServiceError::Unimplemented`] (no evaluator) | `UNIMPLEMENTED` | |
-//! | [`ServiceError::DeadlineExceeded`] | `DEADLINE_EXCEEDED` | |
+//! | [`ServiceError::DeadlineExceeded`] | `DEADLINE_EXCEEDED` | the message names the limit that passed |
 //! | [`ServiceError::Cancelled`] | `CANCELLED` | |
 //! | [`ServiceError::ResourceExhausted`] (a limit of the server) | `RESOURCE_EXHAUSTED` | |
 //! | [`ServiceError::Unavailable`] (shutting down) | `UNAVAILABLE` | |
@@ -31,8 +31,9 @@ pub enum ServiceError {
     GameOver(Outcome),
     /// The operation is not available (e.g. no evaluator is loaded).
     Unimplemented(String),
-    /// The request's deadline passed.
-    DeadlineExceeded,
+    /// The request's deadline passed; the message says whose (the service names the
+    /// limit, [`super::limits::Deadline::name`]; the work only knows it passed).
+    DeadlineExceeded(String),
     /// The work was cancelled (the client went away or the server is shutting down).
     Cancelled,
     /// A limit of the server refused the work (retry later); the message says which.
@@ -83,7 +84,7 @@ impl ServiceError {
             ServiceError::Invalid { .. } => Code::InvalidArgument,
             ServiceError::GameOver(_) => Code::FailedPrecondition,
             ServiceError::Unimplemented(_) => Code::Unimplemented,
-            ServiceError::DeadlineExceeded => Code::DeadlineExceeded,
+            ServiceError::DeadlineExceeded(_) => Code::DeadlineExceeded,
             ServiceError::Cancelled => Code::Cancelled,
             ServiceError::ResourceExhausted(_) => Code::ResourceExhausted,
             ServiceError::Unavailable(_) => Code::Unavailable,
@@ -108,7 +109,7 @@ impl fmt::Display for ServiceError {
             ServiceError::Invalid { field, reason } => write!(f, "{field}: {reason}"),
             ServiceError::GameOver(o) => write!(f, "the game is already over: {o}"),
             ServiceError::Unimplemented(s) => f.write_str(s),
-            ServiceError::DeadlineExceeded => f.write_str("deadline exceeded"),
+            ServiceError::DeadlineExceeded(s) => f.write_str(s),
             ServiceError::Cancelled => f.write_str("cancelled"),
             ServiceError::ResourceExhausted(s) | ServiceError::Unavailable(s) => f.write_str(s),
             ServiceError::Internal(s) => write!(f, "internal error: {s}"),
@@ -131,7 +132,9 @@ impl From<EvalError> for ServiceError {
     fn from(e: EvalError) -> Self {
         match e {
             EvalError::Rules(r) => r.into(),
-            EvalError::DeadlineExceeded => ServiceError::DeadlineExceeded,
+            EvalError::DeadlineExceeded => {
+                ServiceError::DeadlineExceeded("deadline exceeded".into())
+            }
             EvalError::Cancelled => ServiceError::Cancelled,
             EvalError::Unavailable(s) => {
                 ServiceError::Unimplemented(format!("evaluation unavailable: {s}"))

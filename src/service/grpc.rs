@@ -6,19 +6,18 @@
 use super::analyze::spawn_analysis;
 use super::api::TavliEngineService;
 use super::error::ServiceError;
-use super::limits::{CancelOnDrop, ConnSlot, Deadline, WorkPermit};
+use super::limits::{name_deadline, CancelOnDrop, ConnSlot, Deadline, WorkPermit};
 use super::pb;
 use std::sync::Arc;
-use std::time::Instant;
 use tonic::{Request, Response, Status};
 
 /// What admission put in an `Evaluate` or `EvaluateBatch` request
 /// ([`super::limits`]): its deadline, its engine permit and its connection slot.
 fn evaluation_extensions(
     ext: &http::Extensions,
-) -> (Option<Instant>, Option<WorkPermit>, Option<ConnSlot>) {
+) -> (Option<Deadline>, Option<WorkPermit>, Option<ConnSlot>) {
     (
-        ext.get::<Deadline>().map(|d| d.0),
+        ext.get::<Deadline>().copied(),
         ext.get::<WorkPermit>().cloned(),
         ext.get::<ConnSlot>().cloned(),
     )
@@ -54,7 +53,8 @@ impl pb::tavli_engine_server::TavliEngine for TavliEngineService {
     ) -> Result<Response<pb::EvaluateResponse>, Status> {
         // The engine permit of this request: the search keeps a clone until it
         // returns, even when this future is dropped first.
-        let (deadline, work, conn_slot) = evaluation_extensions(request.extensions());
+        let (named, work, conn_slot) = evaluation_extensions(request.extensions());
+        let deadline = named.map(|d| d.at);
         let req = request.into_inner();
         // A 0-ply evaluation is one net evaluation per play (tens of microseconds, like
         // ListLegalPlays): answered on the async worker, where a hand-off to the
@@ -62,7 +62,8 @@ impl pb::tavli_engine_server::TavliEngine for TavliEngineService {
         // for the cores. Deeper searches (milliseconds and more) go to the blocking
         // pool so that they do not hold up the workers.
         if req.plies == 0 {
-            return respond(TavliEngineService::evaluate(self, &req, deadline));
+            let r = TavliEngineService::evaluate(self, &req, deadline);
+            return respond(r.map_err(|e| name_deadline(e, named.as_ref())));
         }
         // Bad input is INVALID_ARGUMENT however busy the server is.
         if let Err(e) = self.evaluate_checked(&req, false) {
@@ -95,7 +96,7 @@ impl pb::tavli_engine_server::TavliEngine for TavliEngineService {
         .await
         .map_err(|e| ServiceError::Internal(format!("evaluation task failed: {e}")))
         .and_then(|r| r)
-        .map_err(|e| e.shutdown_if(&request_token, "evaluation"));
+        .map_err(|e| name_deadline(e.shutdown_if(&request_token, "evaluation"), named.as_ref()));
         guard.disarm();
         respond(r)
     }
@@ -133,7 +134,8 @@ impl pb::tavli_engine_server::TavliEngine for TavliEngineService {
         &self,
         request: Request<pb::AnalyzeGameRequest>,
     ) -> Result<Response<Self::AnalyzeGameStream>, Status> {
-        let deadline = request.extensions().get::<Deadline>().map(|d| d.0);
+        let named = request.extensions().get::<Deadline>().copied();
+        let deadline = named.map(|d| d.at);
         // Reading and replaying the record (an error is the RPC's status) takes about
         // a second for one at the 4 MiB message limit: on the blocking pool, so that
         // a few such requests do not hold up the async workers and every other call.
@@ -154,7 +156,7 @@ impl pb::tavli_engine_server::TavliEngine for TavliEngineService {
         let slot = self.admit_stream(deadline).await?;
         Ok(Response::new(spawn_analysis(
             prepared,
-            deadline,
+            named,
             self.cancel.child(),
             slot,
         )))
@@ -166,11 +168,11 @@ impl pb::tavli_engine_server::TavliEngine for TavliEngineService {
         &self,
         request: Request<pb::RolloutRequest>,
     ) -> Result<Response<Self::RolloutStream>, Status> {
-        let deadline = request.extensions().get::<Deadline>().map(|d| d.0);
+        let named = request.extensions().get::<Deadline>().copied();
         // Bad input is INVALID_ARGUMENT however busy the server is.
         let job = self.rollout_job(request.get_ref())?;
-        let slot = self.admit_stream(deadline).await?;
-        Ok(self.spawn_rollout(job, deadline, self.cancel.child(), slot))
+        let slot = self.admit_stream(named.map(|d| d.at)).await?;
+        Ok(self.spawn_rollout(job, named, self.cancel.child(), slot))
     }
 
     async fn evaluate_batch(
@@ -178,7 +180,8 @@ impl pb::tavli_engine_server::TavliEngine for TavliEngineService {
         request: Request<pb::EvaluateBatchRequest>,
     ) -> Result<Response<pb::EvaluateBatchResponse>, Status> {
         // As Evaluate's: the engine permit stays with the work until it stops.
-        let (deadline, work, conn_slot) = evaluation_extensions(request.extensions());
+        let (named, work, conn_slot) = evaluation_extensions(request.extensions());
+        let deadline = named.map(|d| d.at);
         // Every item is checked before any work, however busy the server is.
         let jobs = Arc::new(self.evaluate_batch_checked(request.get_ref())?);
         drop(request);
@@ -230,7 +233,7 @@ impl pb::tavli_engine_server::TavliEngine for TavliEngineService {
             .await
             .map_err(|e| ServiceError::Internal(format!("evaluation task failed: {e}")))
             .and_then(|r| r)
-            .map_err(|e| e.shutdown_if(&token, "evaluation"))?;
+            .map_err(|e| name_deadline(e.shutdown_if(&token, "evaluation"), named.as_ref()))?;
             responses.extend(part);
             i = end;
         }

@@ -14,9 +14,11 @@
 //!   a search handed to another thread keeps until it has stopped, and its connection
 //!   slot as a [`ConnSlot`], which a deep search gives back. The response's data is
 //!   charged to the buffers until written.
-//! - [`DeadlineLayer`]: honours the client's `grpc-timeout` (and an optional server
-//!   limit): the RPC is answered `DEADLINE_EXCEEDED` when it passes, and the deadline
-//!   is put in the request extensions as [`Deadline`] for handlers (evaluation).
+//! - [`DeadlineLayer`]: honours the client's `grpc-timeout` and the server's limit
+//!   for the RPC (`--request-timeout-seconds`, `--long-request-timeout-seconds` for
+//!   [`LONG_RPCS`]), whichever is shorter: the RPC is answered `DEADLINE_EXCEEDED`
+//!   naming that limit when it passes, and the deadline is put in the request
+//!   extensions as [`Deadline`] for handlers (evaluation, analysis, rollouts).
 //! - [`DeepSearchLimit`]: admission of deep searches (`Evaluate` at 1 ply and more), a
 //!   few at a time, each admitted only when it can be expected to finish before its
 //!   deadline.
@@ -424,8 +426,9 @@ where
                     Err(_) => {
                         layer.refused("body_timeout");
                         return Ok(Status::deadline_exceeded(format!(
-                            "request body not received within {:?}",
-                            config.body_timeout
+                            "the request body did not arrive within the server's \
+                             --request-body-timeout-seconds ({})",
+                            seconds_text(config.body_timeout)
                         ))
                         .into_http());
                     }
@@ -526,9 +529,97 @@ where
     }
 }
 
-/// The deadline of an RPC, in the request extensions (set by [`DeadlineLayer`]).
+/// The deadline of an RPC and the limit that set it, in the request extensions (set
+/// by [`DeadlineLayer`]): the handlers pass `at` to the work and name the limit when
+/// it passes ([`Deadline::passed`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Deadline(pub Instant);
+pub struct Deadline {
+    /// When the RPC's time is up.
+    pub at: Instant,
+    /// Which limit set it.
+    pub limit: DeadlineLimit,
+}
+
+/// The limit behind a [`Deadline`]: the client's `grpc-timeout`, or one of the
+/// server's per-RPC limits, whichever is shorter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DeadlineLimit {
+    /// The client's `grpc-timeout` header.
+    Client(Duration),
+    /// A server limit: its command-line flag (`request-timeout-seconds`,
+    /// `long-request-timeout-seconds`) and its value.
+    Server {
+        /// The flag, without `--`.
+        flag: &'static str,
+        /// Its value.
+        after: Duration,
+    },
+}
+
+/// A duration as the messages write it: seconds, at most three decimals (`30 s`,
+/// `0.4 s`).
+fn seconds_text(d: Duration) -> String {
+    let s = format!("{:.3}", d.as_secs_f64());
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    format!("{s} s")
+}
+
+impl Deadline {
+    /// What passed, for the `DEADLINE_EXCEEDED` message: `the client's deadline
+    /// (grpc-timeout 0.4 s) passed`, `the server's --request-timeout-seconds (30 s)
+    /// passed`.
+    pub fn passed(&self) -> String {
+        match self.limit {
+            DeadlineLimit::Client(d) => {
+                format!(
+                    "the client's deadline (grpc-timeout {}) passed",
+                    seconds_text(d)
+                )
+            }
+            DeadlineLimit::Server { flag, after } => format!(
+                "the server's --{flag} ({}) passed{}",
+                seconds_text(after),
+                if flag == REQUEST_TIMEOUT_FLAG {
+                    "; AnalyzeGame, Rollout and EvaluateBatch have --long-request-timeout-seconds"
+                } else {
+                    ""
+                }
+            ),
+        }
+    }
+
+    /// `e` with its `DEADLINE_EXCEEDED` message naming this deadline's limit (other
+    /// errors unchanged): the work only knows that its deadline passed.
+    pub fn name(&self, e: ServiceError) -> ServiceError {
+        match e {
+            ServiceError::DeadlineExceeded(_) => ServiceError::DeadlineExceeded(self.passed()),
+            e => e,
+        }
+    }
+}
+
+/// [`Deadline::name`] for an RPC that may have no deadline.
+pub fn name_deadline(e: ServiceError, deadline: Option<&Deadline>) -> ServiceError {
+    match deadline {
+        Some(d) => d.name(e),
+        None => e,
+    }
+}
+
+/// The flag of the server's limit on short RPCs.
+pub const REQUEST_TIMEOUT_FLAG: &str = "request-timeout-seconds";
+
+/// The flag of the server's limit on long RPCs ([`LONG_RPCS`]).
+pub const LONG_REQUEST_TIMEOUT_FLAG: &str = "long-request-timeout-seconds";
+
+/// The RPCs whose work may take minutes (a match analysed at 2 plies, a rollout of
+/// many trials, a batch of deep searches): the server limits them by
+/// `--long-request-timeout-seconds` instead of `--request-timeout-seconds`.
+pub const LONG_RPCS: [&str; 3] = [
+    "/tavli.v1.TavliEngine/AnalyzeGame",
+    "/tavli.v1.TavliEngine/Rollout",
+    "/tavli.v1.TavliEngine/EvaluateBatch",
+];
 
 /// Parses a `grpc-timeout` header value: up to 8 digits and a unit `H`, `M`, `S`,
 /// `m` (ms), `u` (µs) or `n` (ns). `None` when malformed.
@@ -552,17 +643,39 @@ pub fn parse_grpc_timeout(v: &str) -> Option<Duration> {
     })
 }
 
-/// Answers `DEADLINE_EXCEEDED` when the client's `grpc-timeout` (or `max`, the
-/// server's own limit, whichever is shorter) passes.
+/// Answers `DEADLINE_EXCEEDED` when the RPC's deadline passes: the client's
+/// `grpc-timeout` or the server's limit for its path, whichever is shorter
+/// (`--request-timeout-seconds`, or `--long-request-timeout-seconds` for
+/// [`LONG_RPCS`]); the message names which ([`Deadline::passed`]). The deadline goes
+/// into the request extensions as [`Deadline`], for the work to stop at it (a
+/// streaming RPC's work goes on after its handler returns, and ends itself there).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct DeadlineLayer {
-    max: Option<Duration>,
+    request: Option<Duration>,
+    long: Option<Duration>,
 }
 
 impl DeadlineLayer {
-    /// A deadline layer with an optional server-side limit per RPC.
-    pub fn new(max: Option<Duration>) -> DeadlineLayer {
-        DeadlineLayer { max }
+    /// A deadline layer with the server's optional limits: `request` for most RPCs,
+    /// `long` for [`LONG_RPCS`].
+    pub fn new(request: Option<Duration>, long: Option<Duration>) -> DeadlineLayer {
+        DeadlineLayer { request, long }
+    }
+
+    /// The deadline of a request to `path` with the client's `grpc-timeout`
+    /// (`client`), from now; `None` without either limit.
+    fn deadline(&self, path: &str, client: Option<Duration>) -> Option<(Duration, DeadlineLimit)> {
+        let server = if LONG_RPCS.contains(&path) {
+            self.long.map(|after| (LONG_REQUEST_TIMEOUT_FLAG, after))
+        } else {
+            self.request.map(|after| (REQUEST_TIMEOUT_FLAG, after))
+        };
+        match (client, server) {
+            (Some(c), Some((_, s))) if c <= s => Some((c, DeadlineLimit::Client(c))),
+            (Some(c), None) => Some((c, DeadlineLimit::Client(c))),
+            (_, Some((flag, after))) => Some((after, DeadlineLimit::Server { flag, after })),
+            (None, None) => None,
+        }
     }
 }
 
@@ -571,7 +684,7 @@ impl<S> Layer<S> for DeadlineLayer {
     fn layer(&self, inner: S) -> Self::Service {
         DeadlineService {
             inner,
-            max: self.max,
+            limits: *self,
         }
     }
 }
@@ -580,7 +693,7 @@ impl<S> Layer<S> for DeadlineLayer {
 #[derive(Clone, Debug)]
 pub struct DeadlineService<S> {
     inner: S,
-    max: Option<Duration>,
+    limits: DeadlineLayer,
 }
 
 impl<S, B> Service<Request<B>> for DeadlineService<S>
@@ -602,26 +715,20 @@ where
             .get("grpc-timeout")
             .and_then(|v| v.to_str().ok())
             .and_then(parse_grpc_timeout);
-        let timeout = match (client, self.max) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
-        let Some(timeout) = timeout else {
+        let Some((timeout, limit)) = self.limits.deadline(req.uri().path(), client) else {
             return Box::pin(self.inner.call(req));
         };
         // A deadline too far to represent is no deadline.
-        let Some(deadline) = Instant::now().checked_add(timeout) else {
+        let Some(at) = Instant::now().checked_add(timeout) else {
             return Box::pin(self.inner.call(req));
         };
-        req.extensions_mut().insert(Deadline(deadline));
+        let deadline = Deadline { at, limit };
+        req.extensions_mut().insert(deadline);
         let fut = self.inner.call(req);
         Box::pin(async move {
             match tokio::time::timeout(timeout, fut).await {
                 Ok(r) => r,
-                Err(_) => Ok(Status::deadline_exceeded(format!(
-                    "deadline of {timeout:?} exceeded"
-                ))
-                .into_http()),
+                Err(_) => Ok(Status::deadline_exceeded(deadline.passed()).into_http()),
             }
         })
     }
@@ -881,6 +988,140 @@ mod tests {
             classify("/grpc.reflection.v1.ServerReflection/ServerReflectionInfo"),
             Class::Streaming
         );
+    }
+
+    /// The deadline is the client's or the server's limit for the path, whichever is
+    /// shorter (the client's on a tie), and its message names it.
+    #[test]
+    fn the_deadline_names_its_limit() {
+        let layer = DeadlineLayer::new(
+            Some(Duration::from_secs(30)),
+            Some(Duration::from_secs(600)),
+        );
+        let analyze = "/tavli.v1.TavliEngine/AnalyzeGame";
+        let evaluate = "/tavli.v1.TavliEngine/Evaluate";
+        let at = Instant::now();
+        let passed = |path, client| {
+            let (timeout, limit) = layer.deadline(path, client).unwrap();
+            (timeout, Deadline { at, limit }.passed())
+        };
+        let s = Duration::from_secs;
+        // The reported case: a 600 s client deadline for AnalyzeGame.
+        assert_eq!(
+            passed(analyze, Some(s(600))),
+            (
+                s(600),
+                "the client's deadline (grpc-timeout 600 s) passed".into()
+            )
+        );
+        assert_eq!(
+            passed(analyze, None),
+            (
+                s(600),
+                "the server's --long-request-timeout-seconds (600 s) passed".into()
+            )
+        );
+        assert_eq!(
+            passed(evaluate, Some(s(600))),
+            (
+                s(30),
+                "the server's --request-timeout-seconds (30 s) passed; AnalyzeGame, Rollout \
+                 and EvaluateBatch have --long-request-timeout-seconds"
+                    .into()
+            )
+        );
+        assert_eq!(
+            passed(evaluate, Some(Duration::from_millis(400))),
+            (
+                Duration::from_millis(400),
+                "the client's deadline (grpc-timeout 0.4 s) passed".into()
+            )
+        );
+        assert_eq!(
+            passed("/tavli.v1.TavliEngine/EvaluateBatch", Some(s(1200))).1,
+            "the server's --long-request-timeout-seconds (600 s) passed"
+        );
+        assert_eq!(
+            passed(
+                "/tavli.v1.TavliEngine/Rollout",
+                Some(Duration::from_micros(1_234_567))
+            )
+            .1,
+            "the client's deadline (grpc-timeout 1.235 s) passed"
+        );
+        // Without server limits, only the client's; without either, none.
+        let none = DeadlineLayer::new(None, None);
+        assert_eq!(none.deadline(evaluate, None), None);
+        assert_eq!(
+            none.deadline(analyze, Some(s(5))),
+            Some((s(5), DeadlineLimit::Client(s(5))))
+        );
+        // The work's error gets the name; other errors stay as they are.
+        let d = Deadline {
+            at,
+            limit: DeadlineLimit::Client(s(2)),
+        };
+        assert_eq!(
+            name_deadline(
+                ServiceError::DeadlineExceeded("deadline exceeded".into()),
+                Some(&d)
+            ),
+            ServiceError::DeadlineExceeded(
+                "the client's deadline (grpc-timeout 2 s) passed".into()
+            )
+        );
+        assert_eq!(
+            name_deadline(ServiceError::Cancelled, Some(&d)),
+            ServiceError::Cancelled
+        );
+    }
+
+    /// The layer answers DEADLINE_EXCEEDED with that message when the handler is not
+    /// done in time, and hands the deadline to it.
+    #[tokio::test]
+    async fn the_layer_answers_with_the_name() {
+        use tower::ServiceExt;
+        let seen = Arc::new(std::sync::Mutex::new(None));
+        let saw = seen.clone();
+        let slow = tower::service_fn(move |req: Request<Body>| {
+            *saw.lock().unwrap() = req.extensions().get::<Deadline>().copied();
+            async {
+                tokio::time::sleep(Duration::from_secs(30)).await;
+                Ok::<_, Infallible>(Response::new(Body::empty()))
+            }
+        });
+        let svc = DeadlineLayer::new(Some(Duration::from_millis(50)), None).layer(slow);
+        let call = |timeout: Option<&str>| {
+            let mut req = Request::builder().uri("http://x/tavli.v1.TavliEngine/Evaluate");
+            if let Some(t) = timeout {
+                req = req.header("grpc-timeout", t);
+            }
+            svc.clone().oneshot(req.body(Body::empty()).unwrap())
+        };
+        let status = |r: Response<Body>| {
+            let s = Status::from_header_map(r.headers()).unwrap();
+            (s.code(), s.message().to_string())
+        };
+        let r = call(None).await.unwrap();
+        assert_eq!(
+            status(r),
+            (
+                tonic::Code::DeadlineExceeded,
+                "the server's --request-timeout-seconds (0.05 s) passed; AnalyzeGame, \
+                 Rollout and EvaluateBatch have --long-request-timeout-seconds"
+                    .to_string()
+            )
+        );
+        let r = call(Some("20m")).await.unwrap();
+        assert_eq!(
+            status(r),
+            (
+                tonic::Code::DeadlineExceeded,
+                "the client's deadline (grpc-timeout 0.02 s) passed".to_string()
+            )
+        );
+        let d = seen.lock().unwrap().unwrap();
+        assert_eq!(d.limit, DeadlineLimit::Client(Duration::from_millis(20)));
     }
 
     /// A deep search is admitted at once while a slot is free; with every slot taken

@@ -6,6 +6,7 @@ use super::api::TavliEngineService;
 pub use super::api::DEFAULT_MAX_ROLLOUT_TRIALS;
 use super::convert::{self, PositionInput};
 use super::error::{AtField, ServiceError};
+use super::limits::{name_deadline, Deadline};
 use super::pb;
 use crate::eval::rollout::{RolloutConfig, RolloutReport, DEFAULT_TRIALS, MAX_ROLLOUT_PLIES};
 use crate::eval::{CancelToken, StopWhen};
@@ -149,16 +150,18 @@ impl TavliEngineService {
     }
 
     /// Runs a checked rollout ([`TavliEngineService::rollout_job`]) on the blocking
-    /// pool and streams its updates; `cancel` (a child of the server's token) stops
+    /// pool and streams its updates, until `named` (its `DEADLINE_EXCEEDED` names the
+    /// limit); `cancel` (a child of the server's token) stops
     /// it, and so does dropping the stream. `hold` (the deep-search slot) is kept
     /// until the rollout has stopped.
     pub(super) fn spawn_rollout<H: Send + 'static>(
         &self,
         job: RolloutJob,
-        deadline: Option<Instant>,
+        named: Option<Deadline>,
         cancel: CancelToken,
         hold: H,
     ) -> Response<RolloutStream> {
+        let deadline = named.map(|d| d.at);
         // A small buffer: a client that reads slowly holds the rollout back
         // (`blocking_send` waits) instead of making the server queue updates.
         let (tx, rx) = tokio::sync::mpsc::channel::<Result<pb::RolloutResponse, Status>>(4);
@@ -173,7 +176,7 @@ impl TavliEngineService {
                     Err(_) => ControlFlow::Break(()),
                 });
                 if let Err(e) = r {
-                    let e = e.shutdown_if(&token, "rollout");
+                    let e = name_deadline(e.shutdown_if(&token, "rollout"), named.as_ref());
                     let _ = tx.blocking_send(Err(Status::from(e)));
                 }
             })

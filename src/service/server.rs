@@ -51,8 +51,13 @@ pub struct ServerConfig {
     pub concurrency_limit: usize,
     /// Deepest `Evaluate` search accepted (default and maximum [`MAX_PLIES`]).
     pub max_plies: u8,
-    /// Server-side limit per RPC, on top of the client's deadline (default 30 s).
+    /// Server-side limit per RPC, on top of the client's deadline (default 30 s),
+    /// except the long RPCs ([`super::limits::LONG_RPCS`]).
     pub request_timeout: Option<Duration>,
+    /// Server-side limit of the long RPCs, `AnalyzeGame`, `Rollout` and
+    /// `EvaluateBatch`, on top of the client's deadline (default
+    /// [`DEFAULT_LONG_REQUEST_TIMEOUT`]).
+    pub long_request_timeout: Option<Duration>,
     /// The evaluator behind `Evaluate`; `None` → `UNIMPLEMENTED`.
     pub evaluator: Option<Arc<dyn PositionEvaluator>>,
     /// Most trials of one `Rollout` (default
@@ -76,8 +81,9 @@ pub struct ServerConfig {
     /// `MaxConnectionAge` (gRFC A9); see [`conn`].
     pub max_connection_age: Option<Duration>,
     /// After that GOAWAY, how long the calls in flight may go on before the
-    /// connection is closed and they are cancelled (default 40 s: the request
-    /// timeout, 30 s, plus the send timeout, 10 s; `None`: no limit). grpc-go's
+    /// connection is closed and they are cancelled (default 610 s: the long
+    /// request timeout of `AnalyzeGame`, `Rollout` and `EvaluateBatch`, 600 s, plus
+    /// the send timeout, 10 s; `None`: no limit). grpc-go's
     /// `MaxConnectionAgeGrace`.
     pub max_connection_age_grace: Option<Duration>,
     /// HTTP/2 PING interval (default 60 s); a PING not acknowledged within
@@ -125,7 +131,18 @@ pub struct ServerConfig {
     /// A connection of the analysis page with no request in flight this long is
     /// closed (default 60 s).
     pub web_idle_timeout: Duration,
+    /// A call that takes this long or longer is logged at `INFO` whatever its status
+    /// (default [`crate::telemetry::DEFAULT_SLOW_CALL`], 500 ms); `None`: calls are
+    /// logged by their status only ([`crate::telemetry::call_level`]).
+    pub log_slow_calls: Option<Duration>,
 }
+
+/// The default of `--long-request-timeout-seconds`: 600 s. A 7-game match analysed
+/// at 2 plies (about 500 turns at 0.078 s of one core each, docs/api.md "Deadlines
+/// and the cost of the long calls") is about 40 s of one core, and took 202 s on a
+/// busy 2-core machine: the limit leaves room for a busier server, and still bounds
+/// a forgotten request.
+pub const DEFAULT_LONG_REQUEST_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// The number of CPUs this process may use (cgroup quotas included), at least 1.
 pub fn cpus() -> usize {
@@ -140,6 +157,7 @@ impl Default for ServerConfig {
             concurrency_limit: 256,
             max_plies: MAX_PLIES,
             request_timeout: Some(Duration::from_secs(30)),
+            long_request_timeout: Some(DEFAULT_LONG_REQUEST_TIMEOUT),
             evaluator: None,
             max_rollout_trials: super::api::DEFAULT_MAX_ROLLOUT_TRIALS,
             max_connections: 1024,
@@ -147,7 +165,7 @@ impl Default for ServerConfig {
             handshake_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(300),
             max_connection_age: Some(Duration::from_secs(120)),
-            max_connection_age_grace: Some(Duration::from_secs(40)),
+            max_connection_age_grace: Some(Duration::from_secs(610)),
             keepalive_interval: Duration::from_secs(60),
             keepalive_timeout: Duration::from_secs(20),
             request_body_timeout: Duration::from_secs(10),
@@ -163,6 +181,7 @@ impl Default for ServerConfig {
             compress_responses: false,
             web_max_connections: 64,
             web_idle_timeout: Duration::from_secs(60),
+            log_slow_calls: Some(crate::telemetry::DEFAULT_SLOW_CALL),
         }
     }
 }
@@ -175,6 +194,7 @@ impl std::fmt::Debug for ServerConfig {
             .field("concurrency_limit", &self.concurrency_limit)
             .field("max_plies", &self.max_plies)
             .field("request_timeout", &self.request_timeout)
+            .field("long_request_timeout", &self.long_request_timeout)
             .field("evaluator", &self.evaluator.is_some())
             .field("max_rollout_trials", &self.max_rollout_trials)
             .field("max_connections", &self.max_connections)
@@ -204,6 +224,7 @@ impl std::fmt::Debug for ServerConfig {
             .field("compress_responses", &self.compress_responses)
             .field("web_max_connections", &self.web_max_connections)
             .field("web_idle_timeout", &self.web_idle_timeout)
+            .field("log_slow_calls", &self.log_slow_calls)
             .finish()
     }
 }
@@ -266,6 +287,9 @@ impl ServerConfig {
         if let Some(t) = self.request_timeout {
             secs("request-timeout-seconds", t, 0.0)?;
         }
+        if let Some(t) = self.long_request_timeout {
+            secs("long-request-timeout-seconds", t, 0.0)?;
+        }
         secs("handshake-timeout-seconds", self.handshake_timeout, 0.01)?;
         secs("idle-timeout-seconds", self.idle_timeout, 0.01)?;
         if let Some(t) = self.max_connection_age {
@@ -283,6 +307,14 @@ impl ServerConfig {
         )?;
         secs("send-timeout-seconds", self.send_timeout, 0.01)?;
         secs("web-idle-timeout-seconds", self.web_idle_timeout, 0.01)?;
+        if let Some(t) = self.log_slow_calls {
+            range(
+                "log-slow-calls-ms",
+                t.as_millis(),
+                0,
+                (MAX_SECONDS * 1000.0) as u128,
+            )?;
+        }
         let one_message = self.max_message_bytes + 5;
         if self.max_connection_buffered_bytes < one_message {
             return Err(format!(
@@ -447,8 +479,8 @@ pub async fn serve_with_web(
     );
     // The stack of one connection (its admission counts on the connection), the same
     // for the gRPC port and the page's gRPC-Web calls.
-    let metrics_layer = MetricsLayer::new(m.clone());
-    let deadline_layer = DeadlineLayer::new(config.request_timeout);
+    let metrics_layer = MetricsLayer::new(m.clone()).slow_calls(config.log_slow_calls);
+    let deadline_layer = DeadlineLayer::new(config.request_timeout, config.long_request_timeout);
     let admit = admission.clone();
     let stack = move |conn: Arc<ConnState>| {
         tower::ServiceBuilder::new()

@@ -635,6 +635,7 @@ pub fn evaluate_request(id: &str, d1: u32, d2: u32, plies: u32) -> pb::EvaluateR
         position: Some(pb::evaluate_request::Position::PositionId(id.into())),
         dice: Some(pb::Dice { die1: d1, die2: d2 }),
         plies,
+        grade: None,
     }
 }
 

@@ -8,8 +8,8 @@
 use std::net::SocketAddr;
 use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use tavli_engine::eval::engine::Engine;
 use tavli_engine::eval::rollout::{RolloutConfig, RolloutReport};
@@ -173,6 +173,8 @@ pub type Ranked = Result<Vec<RankedPlay>, EvalError>;
 pub struct Counting {
     pub inner: Engine,
     pub calls: Arc<AtomicUsize>,
+    /// The deadline the last ranking was given.
+    pub deadline: Arc<Mutex<Option<Instant>>>,
 }
 
 impl PositionEvaluator for Counting {
@@ -182,6 +184,7 @@ impl PositionEvaluator for Counting {
     }
     fn rank_plays(&self, pos: &Position, dice: Dice, opts: EvalOptions) -> Ranked {
         self.calls.fetch_add(1, Ordering::Relaxed);
+        *self.deadline.lock().unwrap() = opts.deadline;
         self.inner.rank_plays(pos, dice, opts)
     }
     fn rollout(
