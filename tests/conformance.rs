@@ -58,6 +58,7 @@ fn evaluate_start() -> pb::EvaluateRequest {
         )),
         dice: None,
         plies: 0,
+        grade: None,
     }
 }
 

@@ -75,6 +75,7 @@ fn evaluate(plies: u32) -> Bytes {
         )),
         dice: None,
         plies,
+        grade: None,
     })
 }
 
