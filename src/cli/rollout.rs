@@ -55,6 +55,7 @@ pub fn run(a: RolloutArgs, service: TavliEngineService) -> Result<String, BoxErr
         // Often enough for the bar; reports are cheap.
         report_every: (a.trials / 100).max(1),
         truncation: a.truncation,
+        ..Default::default()
     };
     let job = service.rollout_job(&req)?;
     let bar = if std::io::stderr().is_terminal() {
