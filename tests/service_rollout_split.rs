@@ -239,13 +239,7 @@ async fn the_client_helper_fans_out_and_merges_with_progress() {
         .unwrap();
         assert_eq!(s.response.encode_to_vec(), whole.encode_to_vec());
         assert_eq!(s.slices.len(), if slice_trials == 0 { 2 } else { 5 });
-        assert_eq!(
-            s.slices
-                .iter()
-                .map(|x| x.range.count)
-                .sum::<u32>(),
-            30
-        );
+        assert_eq!(s.slices.iter().map(|x| x.range.count).sum::<u32>(), 30);
         assert!(seen.windows(2).all(|w| w[0].0 <= w[1].0), "{seen:?}");
         assert_eq!(seen.last(), Some(&(30, 30)));
         assert_eq!(s.merged_by, addrs[0]);
