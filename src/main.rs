@@ -371,7 +371,7 @@ fn main() -> ExitCode {
         Some(Command::Rollout(a)) => cli::rollout::run(a, || service(true)).and_then(emit),
         Some(Command::Start(a)) => start(a).and_then(emit),
         Some(Command::Show(a)) => show(a).and_then(emit),
-        Some(Command::Analyze(a)) => cli::analyze::run(a, service(true)).and_then(emit),
+        Some(Command::Analyze(a)) => cli::analyze::run(a, || service(true)).and_then(emit),
         Some(Command::Ubgi(a)) => {
             tavli_engine::ubgi::run(std::io::stdin(), std::io::stdout(), a.plies, || {
                 Arc::new(tavli_engine::eval::engine::Engine::load_default())

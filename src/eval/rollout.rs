@@ -68,6 +68,7 @@
 //! before each turn of each trial, and the report callback, which may ask to stop;
 //! while it waits, the workers stop a few trials ahead (a bounded channel).
 
+use super::net::fnv1a64;
 use super::sanity::{self, Possible};
 use super::search::{outcome_probabilities, roll_weight, with_scratch, Scratch, Search, Searcher};
 use super::wide::U256;
@@ -424,13 +425,6 @@ pub fn add_parts(parts: &[RolloutSums]) -> Result<RolloutSums, RulesError> {
         previous = Some(k);
     }
     Ok(total)
-}
-
-/// FNV-1a, 64 bit.
-fn fnv1a64(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
-        (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3)
-    })
 }
 
 /// The key of a rollout ([`RolloutSums::key`]): FNV-1a (64 bit) of a text naming the
