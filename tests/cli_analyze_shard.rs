@@ -112,6 +112,23 @@ fn the_index_comes_from_job_completion_index() {
         .output()
         .unwrap());
     assert_eq!(explicit, from_env);
+    // Into a directory (created): shard-INDEX-of-COUNT.jsonl.
+    let out = dir.join("out");
+    let o = analyze(&[recs, "--shard", "/3", "--output"])
+        .arg(format!("{}/", out.display()))
+        .env("JOB_COMPLETION_INDEX", "2")
+        .output()
+        .unwrap();
+    assert!(ok(o).is_empty());
+    assert_eq!(
+        std::fs::read(out.join("shard-2-of-3.jsonl")).unwrap(),
+        explicit
+    );
+    assert_eq!(
+        std::fs::read_dir(&out).unwrap().count(),
+        1,
+        "no file left beside"
+    );
     let text = String::from_utf8(explicit).unwrap();
     let lines: Vec<&str> = text.lines().collect();
     // The header and records 2 and 5 (round-robin over the sorted list).

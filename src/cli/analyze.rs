@@ -98,7 +98,9 @@ pub struct AnalyzeArgs {
     /// output of the run without --shard; the analysis options are the shards'.
     #[arg(long, conflicts_with_all = ["shard", "svg"])]
     pub merge: bool,
-    /// Write the output to this file instead of stdout.
+    /// Write the output to this file instead of stdout; with --shard, a directory
+    /// (an existing one, or a name ending in `/`) gets the file
+    /// `shard-INDEX-of-COUNT.jsonl`.
     #[arg(long, value_name = "FILE")]
     pub output: Option<String>,
 }
@@ -110,18 +112,33 @@ pub fn run(
     a: AnalyzeArgs,
     service: impl FnOnce() -> TavliEngineService,
 ) -> Result<String, BoxError> {
-    let out = if a.merge {
-        merge_shards(&files(&a.records)?)?
+    let (out, shard) = if a.merge {
+        (merge_shards(&files(&a.records)?)?, None)
     } else {
         analyse_all(&a, service)?
     };
-    match &a.output {
-        Some(path) => {
-            std::fs::write(path, out).map_err(|e| format!("{path}: {e}"))?;
-            Ok(String::new())
+    let Some(path) = &a.output else {
+        return Ok(out);
+    };
+    let path = match shard {
+        // A shard into a directory: its own file there.
+        Some((i, n)) if path.ends_with('/') || Path::new(path).is_dir() => {
+            std::fs::create_dir_all(path).map_err(|e| format!("{path}: {e}"))?;
+            Path::new(path).join(format!("shard-{i}-of-{n}.jsonl"))
         }
-        None => Ok(out),
-    }
+        _ => Path::new(path).to_path_buf(),
+    };
+    // Written beside (a hidden name, which a merge of the directory skips) and
+    // renamed: a reader never sees half a file, and a pod that is restarted writes it
+    // again whole.
+    let name = path
+        .file_name()
+        .ok_or_else(|| format!("--output {path:?}: not a file name"))?;
+    let tmp = path.with_file_name(format!(".{}.tmp", name.to_string_lossy()));
+    let show = path.display();
+    std::fs::write(&tmp, out).map_err(|e| format!("{show}: {e}"))?;
+    std::fs::rename(&tmp, &path).map_err(|e| format!("{show}: {e}"))?;
+    Ok(String::new())
 }
 
 /// The files of `args`: each file as given, each directory's files (not those
@@ -207,11 +224,12 @@ fn list_hash(names: &[String]) -> String {
     format!("{:016x}", fnv1a64(&all))
 }
 
-/// The records of `a` analysed (all, or the shard's), as the output or a shard file.
+/// The records of `a` analysed (all, or the shard's), as the output or a shard file,
+/// and the shard (`INDEX`, `COUNT`).
 fn analyse_all(
     a: &AnalyzeArgs,
     service: impl FnOnce() -> TavliEngineService,
-) -> Result<String, BoxError> {
+) -> Result<(String, Option<(u32, u32)>), BoxError> {
     let records = files(&a.records)?;
     let total = records.len();
     if a.svg.is_some() && total > 1 {
@@ -274,7 +292,7 @@ fn analyse_all(
         bar.inc(1);
     }
     bar.finish_and_clear();
-    Ok(out)
+    Ok((out, shard))
 }
 
 /// The output of record `k` of `total`, named `name` (module documentation).
