@@ -15,11 +15,10 @@ use tavli_engine::service::pb::tavli_engine_client::TavliEngineClient;
 use tavli_engine::service::pb::{self, rollout_request};
 use tavli_engine::service::ServerConfig;
 use tonic::transport::Channel;
-use tonic::{Code, Status};
-use tonic_types::StatusExt;
+use tonic::Status;
 
 mod common;
-use common::{TestServer, PORTES_START};
+use common::{assert_invalid, TestServer, PORTES_START};
 
 async fn start(config: ServerConfig) -> TestServer {
     TestServer::start(ServerConfig {
@@ -253,13 +252,6 @@ async fn the_client_helper_fans_out_and_merges_with_progress() {
     for s in servers {
         s.shutdown().await.unwrap();
     }
-}
-
-fn assert_invalid(s: &Status, field: &str) {
-    assert_eq!(s.code(), Code::InvalidArgument, "{s:?}");
-    assert!(s.message().starts_with(&format!("{field}: ")), "{s:?}");
-    let br = s.get_details_bad_request().expect("BadRequest details");
-    assert_eq!(br.field_violations[0].field, field);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

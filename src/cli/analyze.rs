@@ -250,19 +250,11 @@ fn analyse_all(
         None => (0..total).collect(),
     };
     let service = service();
-    let bar = if total > 1 && std::io::stderr().is_terminal() {
-        let b = indicatif::ProgressBar::new(mine.len() as u64);
-        b.set_style(
-            indicatif::ProgressStyle::with_template(
-                "{spinner} analysing record {pos}/{len} [{bar:30}] {elapsed} / ~{duration}  {msg}",
-            )
-            .expect("template")
-            .progress_chars("=> "),
-        );
-        b
-    } else {
-        indicatif::ProgressBar::hidden()
-    };
+    let bar = progress(
+        total > 1,
+        mine.len() as u64,
+        "{spinner} analysing record {pos}/{len} [{bar:30}] {elapsed} / ~{duration}  {msg}",
+    );
     let mut out = String::new();
     if let Some((i, n)) = shard {
         let header = json!({
@@ -417,6 +409,21 @@ fn merge_shards(paths: &[String]) -> Result<String, BoxError> {
     Ok(out)
 }
 
+/// A progress bar of `len` steps on stderr when `show` and stderr is a terminal
+/// (hidden otherwise), drawn by `template`.
+fn progress(show: bool, len: u64, template: &str) -> indicatif::ProgressBar {
+    if !show || !std::io::stderr().is_terminal() {
+        return indicatif::ProgressBar::hidden();
+    }
+    let b = indicatif::ProgressBar::new(len);
+    b.set_style(
+        indicatif::ProgressStyle::with_template(template)
+            .expect("template")
+            .progress_chars("=> "),
+    );
+    b
+}
+
 /// Analyses one record (`-`: standard input) and returns the stream's messages; with
 /// `--svg`, writes the pictures. `bar`: a progress bar of its turns on stderr.
 fn analyse_one(
@@ -454,19 +461,11 @@ fn analyse_one(
         }
     })?;
     let turns = prepared.record.turn_count() as u64;
-    let bar = if bar && std::io::stderr().is_terminal() {
-        let b = indicatif::ProgressBar::new(turns);
-        b.set_style(
-            indicatif::ProgressStyle::with_template(
-                "{spinner} analysing {pos}/{len} turns [{bar:30}] {elapsed} / ~{duration}",
-            )
-            .expect("template")
-            .progress_chars("=> "),
-        );
-        b
-    } else {
-        indicatif::ProgressBar::hidden()
-    };
+    let bar = progress(
+        bar,
+        turns,
+        "{spinner} analysing {pos}/{len} turns [{bar:30}] {elapsed} / ~{duration}",
+    );
     let mut messages = Vec::new();
     let r = run_analysis(prepared, None, None, &mut |m| {
         if matches!(m.item, Some(Item::Turn(_))) {

@@ -806,104 +806,6 @@ fn exact(
     }
 }
 
-/// A rollout before its trials: an exact answer, or what the trials need.
-enum Setup<'a> {
-    /// A finished game (`trials` 0, evaluator `game-over`) or a first play that ends
-    /// the game: its probabilities, evaluator, plies and play.
-    Exact {
-        p: Probabilities,
-        game_over: bool,
-        evaluator: String,
-        plies: u8,
-        play: Option<Play>,
-    },
-    /// The trials start from `start` (whose mover is the root mover or not).
-    Trials {
-        search: Search<'a>,
-        start: Board,
-        start_is_root: bool,
-        header: Header,
-    },
-}
-
-/// What [`rollout`] and [`merge`] share: the checks of the position and the plies,
-/// the key, the root play with dice, and the exact answers (module documentation).
-fn setup<'a>(
-    engine: &'a dyn Searcher,
-    pos: &Position,
-    dice: Option<Dice>,
-    cfg: &RolloutConfig,
-    stop: StopWhen<'a>,
-) -> Result<(u64, Setup<'a>), EvalError> {
-    pos.validate()?;
-    if cfg.plies > MAX_ROLLOUT_PLIES {
-        return Err(RulesError::invalid(
-            "plies",
-            format!(
-                "rollouts choose plays at 0..{MAX_ROLLOUT_PLIES} plies, got {}",
-                cfg.plies
-            ),
-        )
-        .into());
-    }
-    let variant = pos.variant;
-    let search = engine.search(variant, stop);
-    let evaluator = search
-        .static_eval
-        .map_or_else(|| "bearoff-exact".to_string(), |e| e.name(variant));
-    let key = rollout_key(pos, dice, cfg, &evaluator);
-    if let Some(o) = pos.game_over() {
-        let p = sanity::outcome_for_turn(pos, &o);
-        let setup = Setup::Exact {
-            p,
-            game_over: true,
-            evaluator: "game-over".to_string(),
-            plies: 0,
-            play: None,
-        };
-        return Ok((key, setup));
-    }
-    let root = Board::from_position(pos, pos.turn);
-    let (start, start_is_root, play) = match dice {
-        None => (root, true, None),
-        Some(d) => {
-            let mut plays = Vec::new();
-            generate(variant, &root, d, &mut plays);
-            let (i, v) = with_scratch(|sc| search.best_play(sc, &plays, cfg.plies))?;
-            let play = to_play(variant, pos.turn, &plays[i]);
-            if plays[i].outcome.is_some() {
-                let setup = Setup::Exact {
-                    p: v,
-                    game_over: false,
-                    evaluator,
-                    plies: cfg.plies,
-                    play: Some(play),
-                };
-                return Ok((key, setup));
-            }
-            (plays[i].board.mirror(variant), false, Some(play))
-        }
-    };
-    let start_ok = sanity::possible_outcomes(variant, &start);
-    let header = Header {
-        ok: if start_is_root {
-            start_ok
-        } else {
-            start_ok.flip()
-        },
-        evaluator,
-        plies: cfg.plies,
-        play,
-    };
-    let setup = Setup::Trials {
-        search,
-        start,
-        start_is_root,
-        header,
-    };
-    Ok((key, setup))
-}
-
 /// Rolls out `pos` (optionally with the root mover's `dice`) with the engine's
 /// evaluator, as the module documentation describes: the trials
 /// `cfg.first_trial..cfg.first_trial + cfg.trials`.
@@ -946,16 +848,8 @@ pub fn rollout(
     };
     let (key, setup) = setup(engine, pos, dice, cfg, stop)?;
     let (search, start, start_is_root, header) = match setup {
-        Setup::Exact {
-            p,
-            game_over,
-            evaluator,
-            plies,
-            play,
-        } => {
-            let trials = if game_over { 0 } else { cfg.trials };
-            let sums = RolloutSums::repeat(key, cfg.first_trial, trials, &p);
-            let r = exact(p, sums, &evaluator, plies, play);
+        Setup::Exact(e) => {
+            let r = e.report(key, cfg.first_trial, cfg.trials);
             let _ = on_report(&r);
             return Ok(r);
         }
@@ -1062,6 +956,115 @@ pub fn rollout(
     Ok(r)
 }
 
+/// An answer known without trials: a finished game (`trials` 0, evaluator
+/// `game-over`) or a first play that ends the game (every trial the same).
+struct ExactAnswer {
+    p: Probabilities,
+    game_over: bool,
+    evaluator: String,
+    plies: u8,
+    play: Option<Play>,
+}
+
+impl ExactAnswer {
+    /// The report of trials `first..first + trials` (none for a finished game).
+    fn report(self, key: u64, first: u32, trials: u32) -> RolloutReport {
+        let trials = if self.game_over { 0 } else { trials };
+        let sums = RolloutSums::repeat(key, first, trials, &self.p);
+        exact(self.p, sums, &self.evaluator, self.plies, self.play)
+    }
+}
+
+/// A rollout before its trials: an exact answer, or what the trials need.
+enum Setup<'a> {
+    /// No trials needed.
+    Exact(ExactAnswer),
+    /// The trials start from `start` (whose mover is the root mover or not).
+    Trials {
+        search: Search<'a>,
+        start: Board,
+        start_is_root: bool,
+        header: Header,
+    },
+}
+
+/// What [`rollout`] and [`merge`] share: the checks of the position and the plies,
+/// the key, the root play with dice, and the exact answers (module documentation).
+fn setup<'a>(
+    engine: &'a dyn Searcher,
+    pos: &Position,
+    dice: Option<Dice>,
+    cfg: &RolloutConfig,
+    stop: StopWhen<'a>,
+) -> Result<(u64, Setup<'a>), EvalError> {
+    pos.validate()?;
+    if cfg.plies > MAX_ROLLOUT_PLIES {
+        return Err(RulesError::invalid(
+            "plies",
+            format!(
+                "rollouts choose plays at 0..{MAX_ROLLOUT_PLIES} plies, got {}",
+                cfg.plies
+            ),
+        )
+        .into());
+    }
+    let variant = pos.variant;
+    let search = engine.search(variant, stop);
+    let evaluator = search
+        .static_eval
+        .map_or_else(|| "bearoff-exact".to_string(), |e| e.name(variant));
+    let key = rollout_key(pos, dice, cfg, &evaluator);
+    if let Some(o) = pos.game_over() {
+        let setup = Setup::Exact(ExactAnswer {
+            p: sanity::outcome_for_turn(pos, &o),
+            game_over: true,
+            evaluator: "game-over".to_string(),
+            plies: 0,
+            play: None,
+        });
+        return Ok((key, setup));
+    }
+    let root = Board::from_position(pos, pos.turn);
+    let (start, start_is_root, play) = match dice {
+        None => (root, true, None),
+        Some(d) => {
+            let mut plays = Vec::new();
+            generate(variant, &root, d, &mut plays);
+            let (i, v) = with_scratch(|sc| search.best_play(sc, &plays, cfg.plies))?;
+            let play = to_play(variant, pos.turn, &plays[i]);
+            if plays[i].outcome.is_some() {
+                let setup = Setup::Exact(ExactAnswer {
+                    p: v,
+                    game_over: false,
+                    evaluator,
+                    plies: cfg.plies,
+                    play: Some(play),
+                });
+                return Ok((key, setup));
+            }
+            (plays[i].board.mirror(variant), false, Some(play))
+        }
+    };
+    let start_ok = sanity::possible_outcomes(variant, &start);
+    let header = Header {
+        ok: if start_is_root {
+            start_ok
+        } else {
+            start_ok.flip()
+        },
+        evaluator,
+        plies: cfg.plies,
+        play,
+    };
+    let setup = Setup::Trials {
+        search,
+        start,
+        start_is_root,
+        header,
+    };
+    Ok((key, setup))
+}
+
 /// Merges the sums of slices of one rollout of `pos` (with `dice`, and `cfg`'s plies,
 /// seed, truncation, luck and bear-off settings; its range, threads and report
 /// interval are not used) into the final report of the whole: bit for bit the report
@@ -1094,17 +1097,7 @@ pub fn merge(
         .into());
     }
     Ok(match setup {
-        Setup::Exact {
-            p,
-            game_over,
-            evaluator,
-            plies,
-            play,
-        } => {
-            let trials = if game_over { 0 } else { total.trials };
-            let sums = RolloutSums::repeat(key, total.first, trials, &p);
-            exact(p, sums, &evaluator, plies, play)
-        }
+        Setup::Exact(e) => e.report(key, total.first, total.trials),
         Setup::Trials { header, .. } => report(&total, &header, true),
     })
 }

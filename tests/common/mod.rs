@@ -15,6 +15,8 @@ use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use tonic::transport::Channel;
+use tonic::{Code, Status};
+use tonic_types::StatusExt;
 
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -121,4 +123,13 @@ pub fn sample(text: &str, line_prefix: &str) -> Option<f64> {
     text.lines()
         .find(|l| l.starts_with(line_prefix) && l[line_prefix.len()..].starts_with(' '))
         .map(|l| l[line_prefix.len()..].trim().parse().unwrap())
+}
+
+/// `s` is `INVALID_ARGUMENT` on `field`: the message starts with `field: ` and the
+/// BadRequest details name it.
+pub fn assert_invalid(s: &Status, field: &str) {
+    assert_eq!(s.code(), Code::InvalidArgument, "{s:?}");
+    assert!(s.message().starts_with(&format!("{field}: ")), "{s:?}");
+    let br = s.get_details_bad_request().expect("BadRequest details");
+    assert_eq!(br.field_violations[0].field, field);
 }
