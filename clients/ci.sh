@@ -7,12 +7,16 @@
 #      checked by pattern).
 #   2. The same over mutual TLS, with a CA, a server and a client certificate made
 #      here by openssl; a client without a certificate must be refused.
+#   3. Split rollouts over two more servers: the Python helper's merged answers equal
+#      one server's byte for byte (clients/python/tests), and `tavli-rollout`
+#      (Python), `tavli-engine rollout --replicas` and the local `tavli-engine
+#      rollout` print the same line.
 #
 # Idempotent: the Python client in a virtual environment under $TAVLI_CI_CACHE
 # (default ~/.cache/tavli-ci; scripts/lib/python.sh); `npm ci` from the committed
 # lockfile; the servers by scripts/lib/server.sh. Ports: CLIENTS_GRPC_PORT (default
-# 20002) and the next one for TLS, CLIENTS_METRICS_PORT (default 9502) and the next
-# one.
+# 20002), the next one for TLS and the two after it for the split rollouts;
+# CLIENTS_METRICS_PORT (default 9502) and the next three.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -82,6 +86,27 @@ node clients/node/example.js --addr "$ADDR" >"$WORK/node.out"
 check "node (plaintext)" "$WORK/node.out"
 diff -u "$WORK/python.out" "$WORK/node.out" || die "python and node printed different answers"
 server_stop "$PLAIN_PID"
+
+# ------------------------------------------------------------------ split rollouts
+SPLIT_A=$((GRPC_PORT + 2))
+SPLIT_B=$((GRPC_PORT + 3))
+start split-a "$SPLIT_A" "$((METRICS_PORT + 2))"
+SPLIT_A_PID=$SERVER_PID
+start split-b "$SPLIT_B" "$((METRICS_PORT + 3))"
+SPLIT_B_PID=$SERVER_PID
+REPLICAS="127.0.0.1:$SPLIT_A,127.0.0.1:$SPLIT_B"
+log "split rollouts over $REPLICAS (clients/python/tests)"
+TAVLI_REPLICAS=$REPLICAS "$VENV/bin/python" -m unittest discover -s clients/python/tests 2>&1 |
+    sed 's/^/clients: /'
+SPLIT_ARGS=(--position "portes/w/24:2,13:5,8:3,6:5/1:2,12:5,17:3,19:5" --trials 50 --dice 6-5 --truncation 9)
+"$VENV/bin/tavli-rollout" --replicas "$REPLICAS" "${SPLIT_ARGS[@]}" >"$WORK/split-python.out"
+"$TAVLI_BIN" rollout --replicas "$REPLICAS" "${SPLIT_ARGS[@]}" >"$WORK/split-rust.out" 2>/dev/null
+"$TAVLI_BIN" rollout "${SPLIT_ARGS[@]}" >"$WORK/local.out"
+diff -u "$WORK/local.out" "$WORK/split-python.out" || die "tavli-rollout (Python) differs from the local rollout"
+diff -u "$WORK/local.out" "$WORK/split-rust.out" || die "rollout --replicas differs from the local rollout"
+log "split rollouts: ok ($(tail -1 "$WORK/local.out" | cut -c1-40)...: Python, --replicas and local the same)"
+server_stop "$SPLIT_A_PID"
+server_stop "$SPLIT_B_PID"
 
 # ------------------------------------------------------------------ mutual TLS
 log "certificates (openssl): a CA, a server certificate for localhost, a client certificate"

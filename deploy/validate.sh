@@ -14,18 +14,30 @@
 #      cannot pass silently;
 #   4. checks of the deployment contract (gRPC probes on 50051, or TCP probes
 #      and the TLS files from a Secret when TAVLI_TLS_CERT is set; grace period
-#      above the server's drain, hardened securityContext, ports).
+#      above the server's drain, hardened securityContext, ports); for a
+#      kustomization of Jobs only (deploy/k8s/analyze and its merge), the Job
+#      contract instead (the same hardened securityContext and resources,
+#      `tavli-engine analyze`, and an Indexed Job's `--shard .../COUNT` equal to
+#      its completions).
 #
-#   deploy/validate.sh [DIR]   DIR: a kustomization (default deploy/k8s; an
-#                              overlay such as deploy/overlays/mtls needs kubectl
-#                              or kustomize to render it)
+#   deploy/validate.sh [DIR]   DIR: a kustomization (an overlay such as
+#                              deploy/overlays/mtls needs kubectl or kustomize to
+#                              render it); without DIR: deploy/k8s, then
+#                              deploy/k8s/analyze and deploy/k8s/analyze/merge
 #
 # Needs python3 with PyYAML (a dependency of yamllint and kubernetes-validate)
 # and kubernetes-validate on PATH; deploy/ci.sh installs them.
 set -Eeuo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-BASE=${1:-$ROOT/deploy/k8s}
+if [ $# -eq 0 ]; then
+    for dir in deploy/k8s deploy/k8s/analyze deploy/k8s/analyze/merge; do
+        echo "validate: $dir"
+        bash "${BASH_SOURCE[0]}" "$ROOT/$dir"
+    done
+    exit 0
+fi
+BASE=$1
 WORK=$(mktemp -d /tmp/tavli-validate.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 
@@ -70,15 +82,32 @@ by_kind = {}
 for d in docs:
     by_kind.setdefault(d.get("kind"), []).append(d)
 
-for kind in ("Deployment", "Service", "HorizontalPodAutoscaler", "PodDisruptionBudget",
-             "NetworkPolicy", "ServiceMonitor"):
+# A kustomization of Jobs only (deploy/k8s/analyze): the Job contract below.
+jobs_only = "Job" in by_kind and "Deployment" not in by_kind
+for kind in () if jobs_only else ("Deployment", "Service", "HorizontalPodAutoscaler",
+                                  "PodDisruptionBudget", "NetworkPolicy", "ServiceMonitor"):
     if kind not in by_kind:
         err(f"missing {kind}")
+
+def hardened(c, ps, what):
+    """The securityContext and resources every tavli-engine container has."""
+    sc = c.get("securityContext", {})
+    if sc.get("allowPrivilegeEscalation") is not False:
+        err(f"{what}: allowPrivilegeEscalation must be false")
+    if sc.get("readOnlyRootFilesystem") is not True:
+        err(f"{what}: readOnlyRootFilesystem must be true")
+    if "ALL" not in sc.get("capabilities", {}).get("drop", []):
+        err(f"{what}: capabilities must drop ALL")
+    if not (sc.get("runAsNonRoot") or ps.get("securityContext", {}).get("runAsNonRoot")):
+        err(f"{what}: runAsNonRoot must be true")
+    res = c.get("resources", {})
+    if not res.get("requests", {}).get("cpu") or not res.get("limits", {}).get("memory"):
+        err(f"{what}: resources need cpu requests (for the HPA) and memory limits")
 
 services = by_kind.get("Service", [])
 headless = [s for s in services if s["spec"].get("clusterIP") == "None"]
 clusterip = [s for s in services if s["spec"].get("clusterIP") != "None"]
-if not headless:
+if not headless and not jobs_only:
     err("no headless Service (clusterIP: None) for client-side load balancing")
 for s in services:
     for p in s["spec"].get("ports", []):
@@ -153,18 +182,44 @@ for dep in by_kind.get("Deployment", []):
                 g = c.get(probe, {}).get("grpc", {})
                 if g.get("port") != 50051:
                     err(f"{probe} must be a native grpc probe on port 50051")
-        sc = c.get("securityContext", {})
-        if sc.get("allowPrivilegeEscalation") is not False:
-            err("allowPrivilegeEscalation must be false")
-        if sc.get("readOnlyRootFilesystem") is not True:
-            err("readOnlyRootFilesystem must be true")
-        if "ALL" not in sc.get("capabilities", {}).get("drop", []):
-            err("capabilities must drop ALL")
-        if not (sc.get("runAsNonRoot") or ps.get("securityContext", {}).get("runAsNonRoot")):
-            err("runAsNonRoot must be true")
-        res = c.get("resources", {})
-        if not res.get("requests", {}).get("cpu") or not res.get("limits", {}).get("memory"):
-            err("resources need cpu requests (for the HPA) and memory limits")
+        hardened(c, ps, f"container {c['name']}")
+
+# Job contract (deploy/k8s/analyze): `tavli-engine analyze` in a hardened
+# container; an Indexed Job shards with --shard .../COUNT, COUNT = completions.
+claims = {p["metadata"]["name"] for p in by_kind.get("PersistentVolumeClaim", [])}
+for job in by_kind.get("Job", []):
+    name, spec = job["metadata"]["name"], job["spec"]
+    ps = spec["template"]["spec"]
+    if ps.get("restartPolicy") not in ("Never", "OnFailure"):
+        err(f"Job {name}: restartPolicy must be Never or OnFailure")
+    if ps.get("automountServiceAccountToken") is not False:
+        err(f"Job {name}: automountServiceAccountToken must be false")
+    volumes = {v["name"]: v for v in ps.get("volumes", [])}
+    for v in volumes.values():
+        claim = v.get("persistentVolumeClaim", {}).get("claimName")
+        if claim and claims and claim not in claims:
+            err(f"Job {name}: volume {v['name']} claims {claim!r}, not a PersistentVolumeClaim here")
+    for c in ps["containers"]:
+        what = f"Job {name} container {c['name']}"
+        hardened(c, ps, what)
+        if "tavli-engine" not in c.get("image", ""):
+            err(f"{what}: image {c.get('image')!r} is not tavli-engine")
+        args = [str(a) for a in c.get("args", [])]
+        if args[:1] != ["analyze"]:
+            err(f"{what}: args must start with analyze, got {args[:1]}")
+        for m in c.get("volumeMounts", []):
+            if m["name"] not in volumes:
+                err(f"{what}: volumeMount {m['name']!r} has no volume")
+        if spec.get("completionMode") == "Indexed":
+            shard = args[args.index("--shard") + 1] if "--shard" in args[:-1] else ""
+            count = shard.rpartition("/")[2]
+            if not count.isdigit() or int(count) != spec.get("completions"):
+                err(f"{what}: --shard {shard!r}: COUNT must equal completions {spec.get('completions')}")
+            if spec.get("parallelism", 1) > spec.get("completions", 1):
+                err(f"Job {name}: parallelism above completions")
+            if "--output" not in args:
+                err(f"{what}: an Indexed Job's shards need --output on a volume")
+    print(f"validate: Job/{name} checked (Job contract)")
 
 for h in by_kind.get("HorizontalPodAutoscaler", []):
     if h["apiVersion"] != "autoscaling/v2":
@@ -174,7 +229,7 @@ for h in by_kind.get("HorizontalPodAutoscaler", []):
 
 np_ports = {p.get("port") for np in by_kind.get("NetworkPolicy", [])
             for rule in np["spec"].get("ingress", []) for p in rule.get("ports", [])}
-if not {50051, 9090} <= np_ports:
+if not jobs_only and not {50051, 9090} <= np_ports:
     err(f"NetworkPolicy must allow ingress to 50051 and 9090, allows {sorted(np_ports)}")
 
 if errors:

@@ -7,6 +7,7 @@
 //! tavli-engine apply --position <ID> --dice 6-5 --play "24/18 13/11"
 //! tavli-engine eval  --position <ID> [--dice 6-5] [--plies 1]
 //! tavli-engine rollout --position <ID> [--dice 6-5] [--plies 0] [--trials 1296]
+//! tavli-engine rollout --position <ID> --trials 46656 --replicas HOST:PORT,HOST:PORT
 //! tavli-engine start --variant plakoto
 //! tavli-engine show  --position <ID>             # the board as text
 //! tavli-engine analyze match.mat [--plies 1] [--json] [--svg game.svg]
@@ -399,10 +400,10 @@ fn main() -> ExitCode {
         Some(Command::Plays(a)) => plays(a).and_then(emit),
         Some(Command::Apply(a)) => apply(a).and_then(emit),
         Some(Command::Eval(a)) => eval(a).and_then(emit),
-        Some(Command::Rollout(a)) => cli::rollout::run(a, service(true)).and_then(emit),
+        Some(Command::Rollout(a)) => cli::rollout::run(a, || service(true)).and_then(emit),
         Some(Command::Start(a)) => start(a).and_then(emit),
         Some(Command::Show(a)) => show(a).and_then(emit),
-        Some(Command::Analyze(a)) => cli::analyze::run(a, service(true)).and_then(emit),
+        Some(Command::Analyze(a)) => cli::analyze::run(a, || service(true)).and_then(emit),
         Some(Command::Ubgi(a)) => {
             tavli_engine::ubgi::run(std::io::stdin(), std::io::stdout(), a.plies, || {
                 Arc::new(tavli_engine::eval::engine::Engine::load_default())

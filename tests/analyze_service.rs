@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 
 use tavli_engine::eval::engine::Engine;
 use tavli_engine::eval::{EvalOptions, PositionEvaluator};
-use tavli_engine::rules::{Dice, Position};
 use tavli_engine::record::MatchRecord;
+use tavli_engine::rules::{Dice, Position};
 use tavli_engine::service::pb::analyze_game_response::Item;
 use tavli_engine::service::pb::tavli_engine_client::TavliEngineClient;
 use tavli_engine::service::pb::{self, analyze_game_request::Record};

@@ -12,10 +12,9 @@ use tavli_engine::service::pb::{self, rollout_request};
 use tavli_engine::service::ServerConfig;
 use tonic::transport::Channel;
 use tonic::{Code, Status};
-use tonic_types::StatusExt;
 
 mod common;
-use common::{TestServer, PORTES_START};
+use common::{assert_invalid, TestServer, PORTES_START};
 
 /// Starts the server with the committed nets.
 async fn start(config: ServerConfig) -> TestServer {
@@ -50,13 +49,6 @@ async fn collect(
             Err(s) => return Ok((out, Some(s))),
         }
     }
-}
-
-fn assert_invalid(s: &Status, field: &str) {
-    assert_eq!(s.code(), Code::InvalidArgument, "{s:?}");
-    assert!(s.message().starts_with(&format!("{field}: ")), "{s:?}");
-    let br = s.get_details_bad_request().expect("BadRequest details");
-    assert_eq!(br.field_violations[0].field, field);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -10,7 +10,7 @@
 //!    the variant, contact positions give [`EvalError::Unavailable`].
 
 use super::bearoff::{is_no_contact_bearoff, BearoffDb};
-use super::rollout::{RolloutConfig, RolloutReport};
+use super::rollout::{RolloutConfig, RolloutReport, RolloutSums};
 use super::sanity::outcome_for_turn;
 use super::search::{game_over_probabilities, with_scratch, MoveFilter, Search, Searcher};
 use super::{
@@ -206,6 +206,17 @@ impl PositionEvaluator for Engine {
         on_report: &mut dyn FnMut(&RolloutReport) -> std::ops::ControlFlow<()>,
     ) -> Result<RolloutReport, EvalError> {
         super::rollout::rollout(self, pos, dice, cfg, stop, on_report)
+    }
+
+    /// [`super::rollout::merge`] with this engine's evaluators.
+    fn rollout_merge(
+        &self,
+        pos: &Position,
+        dice: Option<Dice>,
+        cfg: &RolloutConfig,
+        parts: &[RolloutSums],
+    ) -> Result<RolloutReport, EvalError> {
+        super::rollout::merge(self, pos, dice, cfg, parts)
     }
 }
 

@@ -18,6 +18,7 @@ pub mod pubeval;
 pub mod rollout;
 pub mod sanity;
 pub mod search;
+pub mod wide;
 
 mod types;
 
@@ -54,6 +55,20 @@ pub trait PositionEvaluator: Send + Sync {
         on_report: &mut dyn FnMut(&rollout::RolloutReport) -> std::ops::ControlFlow<()>,
     ) -> Result<rollout::RolloutReport, EvalError> {
         let _ = (pos, dice, cfg, stop, on_report);
+        Err(EvalError::Unavailable(
+            "this evaluator does not run rollouts".to_string(),
+        ))
+    }
+    /// The report of a whole rollout from the exact sums of its slices
+    /// ([`rollout::merge`]). The default answers [`EvalError::Unavailable`].
+    fn rollout_merge(
+        &self,
+        pos: &Position,
+        dice: Option<Dice>,
+        cfg: &rollout::RolloutConfig,
+        parts: &[rollout::RolloutSums],
+    ) -> Result<rollout::RolloutReport, EvalError> {
+        let _ = (pos, dice, cfg, parts);
         Err(EvalError::Unavailable(
             "this evaluator does not run rollouts".to_string(),
         ))

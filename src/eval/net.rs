@@ -122,6 +122,14 @@ impl std::fmt::Display for NetError {
 
 impl std::error::Error for NetError {}
 
+/// FNV-1a, 64 bit: the key of a rollout (`super::rollout::rollout_key`) and the
+/// record list of an analysis shard (`tavli-engine analyze --shard`).
+pub fn fnv1a64(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
 /// FNV-1a, 32 bit.
 pub fn fnv1a32(bytes: &[u8]) -> u32 {
     let mut h: u32 = 0x811c_9dc5;
@@ -691,6 +699,9 @@ mod tests {
         assert_eq!(fnv1a32(b""), 0x811c_9dc5);
         assert_eq!(fnv1a32(b"a"), 0xe40c_292c);
         assert_eq!(fnv1a32(b"foobar"), 0xbf9c_f968);
+        assert_eq!(fnv1a64(b""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(fnv1a64(b"a"), 0xaf63_dc4c_8601_ec8c);
+        assert_eq!(fnv1a64(b"foobar"), 0x8594_4171_f739_67e8);
     }
 
     fn floats(set: InputSet, v: Variant, h: usize) -> usize {

@@ -41,11 +41,26 @@
 //!   once, every 1,296 each pair of first rolls once. Later rolls come from a ChaCha8
 //!   stream of the seed numbered by the trial.
 //!
-//! # Determinism and threads
+//! # Determinism, threads and slices
 //!
-//! Trial `i`'s dice depend only on the seed and `i`; trials run on
-//! [`RolloutConfig::threads`] threads and their results are summed in trial order, so
-//! the answer (and every intermediate report) is the same whatever the thread count.
+//! Trial `i`'s dice depend only on the seed and `i`, and its result only on the
+//! position, the settings and `i` (the shared first turn is computed the same way by
+//! every run). Each result is added to the sums in fixed point ([`RolloutSums`]):
+//! rounded to a multiple of 2^-40 ([`SUM_FRACTION_BITS`]), and the integers and
+//! their squares are added exactly. Integer addition does not depend on the order, so
+//! the sums of trials `0..n` are the same bits whatever the thread count and however
+//! the trials are split: a rollout of trials `a..b` ([`RolloutConfig::first_trial`],
+//! on another machine) and one of `b..c` give sums that [`merge`] adds into exactly
+//! the sums, and the report, of one rollout of `a..c`. The report is a function of
+//! the sums alone (and the position). Trials run on [`RolloutConfig::threads`]
+//! threads; they are still added in trial order, so that every intermediate report
+//! (the first `k` trials) is the same whatever the thread count too.
+//!
+//! The rounding moves a mean by at most 2^-41 (about 5e-13), far below the `f32`
+//! figures reported. Before the exact sums the results were summed as `f64` in trial
+//! order; seven rollouts of the three variants (with dice, truncation, 1 ply, a
+//! played-out bear-off) print the same JSON with both, to the last bit
+//! (`docs/rollout.md`, "Split rollouts").
 //!
 //! # Limits
 //!
@@ -53,8 +68,10 @@
 //! before each turn of each trial, and the report callback, which may ask to stop;
 //! while it waits, the workers stop a few trials ahead (a bounded channel).
 
-use super::sanity;
+use super::net::fnv1a64;
+use super::sanity::{self, Possible};
 use super::search::{outcome_probabilities, roll_weight, with_scratch, Scratch, Search, Searcher};
+use super::wide::U256;
 use super::{EvalError, Probabilities, StopWhen};
 use crate::rules::board::Board;
 use crate::rules::movegen::{generate, generate_positions, play_outcome};
@@ -103,8 +120,14 @@ pub enum Luck {
 pub struct RolloutConfig {
     /// Depth of the search that chooses every play, 0 or 1 ([`MAX_ROLLOUT_PLIES`]).
     pub plies: u8,
-    /// Number of trials (games), at least 1.
+    /// Number of trials (games), at least 1: trials `first_trial..first_trial +
+    /// trials`.
     pub trials: u32,
+    /// The index of the first trial run (0 for a whole rollout): a slice of a larger
+    /// rollout, whose sums [`merge`] adds to those of the other slices (module
+    /// documentation, "Determinism, threads and slices"). `first_trial + trials` must
+    /// fit in a `u32`.
+    pub first_trial: u32,
     /// The seed of the dice: the same seed gives the same answer.
     pub seed: u64,
     /// Cut each trial after this many plies (half-moves, the first roll included) and
@@ -122,12 +145,13 @@ pub struct RolloutConfig {
 }
 
 impl Default for RolloutConfig {
-    /// 1,296 trials at 0 ply, seed 0, no truncation, [`Luck::Pruned`], the exact
+    /// 1,296 trials from trial 0 at 0 ply, seed 0, no truncation, [`Luck::Pruned`], the exact
     /// bear-off database, every core, final report only.
     fn default() -> Self {
         RolloutConfig {
             plies: 0,
             trials: DEFAULT_TRIALS,
+            first_trial: 0,
             seed: 0,
             truncation: None,
             luck: Luck::Pruned,
@@ -160,7 +184,8 @@ pub struct StandardErrors {
 /// with dice, after its play of that roll.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RolloutReport {
-    /// Trials summed so far (the first `trials` in trial order).
+    /// Trials summed so far (the first `trials` of the rollout's range, in trial
+    /// order).
     pub trials: u32,
     /// The mean of the trials' results (luck-adjusted with variance reduction),
     /// passed through the sanity step ([`sanity::project`]) of the position.
@@ -187,46 +212,245 @@ pub struct RolloutReport {
     pub plies: u8,
     /// With dice: the root mover's play, after which the trials start.
     pub play: Option<Play>,
+    /// The exact sums behind the figures, what [`merge`] adds up: the trials
+    /// `sums.first..sums.first + trials`.
+    pub sums: RolloutSums,
 }
 
-/// Running sums of the trials' results, in trial order.
-#[derive(Clone, Copy, Debug, Default)]
-struct Sums {
-    n: u32,
-    /// Sums of win, win_mars, lose, lose_mars, draw, equity.
-    sum: [f64; 6],
-    /// Sums of their squares.
-    sq: [f64; 6],
+/// Bits after the binary point of the fixed-point sums ([`RolloutSums`]): each
+/// trial's result is rounded to a multiple of 2^-40 (about 9e-13).
+pub const SUM_FRACTION_BITS: u32 = 40;
+
+/// The largest magnitude of a trial's result in the sums (2^15); larger ones are
+/// clamped to it and NaN counts as 0. Never reached: a result is a probability or
+/// the equity (in `[-2, 2]`) minus the luck of at most [`MAX_TRIAL_PLIES`] rolls,
+/// each in `[-4, 4]`, so at most 20,002.
+pub const SUM_LIMIT: f64 = 32_768.0;
+
+/// The six figures of a trial, in the order of [`RolloutSums::sum`]: win, win_mars,
+/// lose, lose_mars, draw, equity.
+pub const SUM_FIGURES: [&str; 6] = ["win", "win_mars", "lose", "lose_mars", "draw", "equity"];
+
+/// Exact sums of the (luck-adjusted) results of the trials `first..first + trials` of
+/// one rollout, in fixed point: what a slice of a rollout run elsewhere reports, and
+/// what [`add_parts`] and [`merge`] add up (module documentation, "Determinism,
+/// threads and slices").
+///
+/// For each trial with result `x` (for the root mover; `lose = 1 − win − draw`, the
+/// equity `win + win_mars − lose − lose_mars`), clamped to ±[`SUM_LIMIT`], and
+/// `q = round(x · 2^40)` (halves away from 0): `sum[k] += q[k]` (in `i128`: at most
+/// 2^87 for 2^32 trials) and `sum_squares[k] += q[k]²` (exactly, in units of 2^-80;
+/// at most 2^142). The standard errors come from `n · Σq² − (Σq)²`, computed exactly
+/// (0 when every trial gave the same result).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RolloutSums {
+    /// What rollout the sums belong to ([`rollout_key`]): the position, the roll, the
+    /// settings that change a trial and the evaluator's name. Sums of different
+    /// keys do not merge.
+    pub key: u64,
+    /// The index of the first trial summed.
+    pub first: u32,
+    /// How many trials are summed (`first..first + trials`).
+    pub trials: u32,
+    /// Sums of win, win_mars, lose, lose_mars, draw, equity ([`SUM_FIGURES`]), in
+    /// units of 2^-40.
+    pub sum: [i128; 6],
+    /// Sums of the squares of the same integers (units of 2^-80).
+    pub sum_squares: [U256; 6],
 }
 
-impl Sums {
+/// `x` (within ±[`SUM_LIMIT`]) in units of 2^-40, rounded to the nearest (halves away
+/// from 0); NaN is 0.
+#[inline]
+fn fixed(x: f64) -> i128 {
+    const SCALE: f64 = (1u64 << SUM_FRACTION_BITS) as f64;
+    // `as` maps NaN to 0.
+    (x.clamp(-SUM_LIMIT, SUM_LIMIT) * SCALE).round() as i128
+}
+
+/// `q²` for `|q|` up to 2^55 (and beyond: any `i128`).
+#[inline]
+fn square(q: i128) -> U256 {
+    U256::mul_u128(q.unsigned_abs(), q.unsigned_abs())
+}
+
+impl RolloutSums {
+    /// No trials yet, the first one `first`.
+    pub fn empty(key: u64, first: u32) -> RolloutSums {
+        RolloutSums {
+            key,
+            first,
+            ..RolloutSums::default()
+        }
+    }
+
+    /// Adds the next trial's result `[win, win_mars, lose_mars, draw]`.
     fn add(&mut self, v: [f64; 4]) {
         let [win, wm, lm, draw] = v;
         let lose = 1.0 - win - draw;
         let x = [win, wm, lose, lm, draw, win + wm - lose - lm];
         for (k, x) in x.into_iter().enumerate() {
-            self.sum[k] += x;
-            self.sq[k] += x * x;
+            let q = fixed(x);
+            self.sum[k] += q;
+            self.sum_squares[k] = self.sum_squares[k]
+                .checked_add(square(q))
+                .expect("below 2^142 for 2^32 trials");
         }
-        self.n += 1;
+        self.trials += 1;
+    }
+
+    /// The sums of `trials` trials from `first` whose results are all `p` (an exact
+    /// answer reported as a rollout).
+    fn repeat(key: u64, first: u32, trials: u32, p: &Probabilities) -> RolloutSums {
+        let mut one = RolloutSums::empty(key, first);
+        one.add(to_root(p, true));
+        RolloutSums {
+            trials,
+            sum: one.sum.map(|s| s * trials as i128),
+            sum_squares: one
+                .sum_squares
+                .map(|s| s.checked_mul_u64(trials as u64).expect("below 2^142")),
+            ..one
+        }
     }
 
     fn mean(&self, k: usize) -> f64 {
-        if self.n == 0 {
+        if self.trials == 0 {
             0.0
         } else {
-            self.sum[k] / self.n as f64
+            self.sum[k] as f64 / (1u64 << SUM_FRACTION_BITS) as f64 / self.trials as f64
         }
     }
 
+    /// `n · Σq² − (Σq)²` of figure `k` (`n²` times the variance of the trials, in
+    /// units of 2^-80), or `None` when negative (sums that no trials can give).
+    fn spread(&self, k: usize) -> Option<U256> {
+        self.sum_squares[k]
+            .checked_mul_u64(self.trials as u64)?
+            .checked_sub(square(self.sum[k]))
+    }
+
     fn std_error(&self, k: usize) -> f32 {
-        if self.n < 2 {
+        if self.trials < 2 {
             return 0.0;
         }
-        let n = self.n as f64;
-        let var = ((self.sq[k] - self.sum[k] * self.sum[k] / n) / (n - 1.0)).max(0.0);
+        let n = self.trials as f64;
+        let spread = self.spread(k).map_or(0.0, U256::to_f64) / 2f64.powi(80);
+        let var = spread / (n * (n - 1.0));
         (var / n).sqrt() as f32
     }
+}
+
+/// Checks that `parts` are slices of one rollout that [`merge`] can add up and
+/// returns their sum: the same key, ranges that follow each other without gap or
+/// overlap once sorted by first trial (empty ones, from a finished game, anywhere),
+/// the whole within `u32`, and sums that trials can give (`|Σq| ≤ n · 2^55`,
+/// `(Σq)² ≤ n · Σq² ≤ n² · 2^110`). Errors ([`RulesError::Invalid`]) name the part as
+/// `merge[k]` and the field (`key`, `range.first`, `range.count`, `sums`,
+/// `squares`), as in `RolloutRequest.merge`; no parts is an error on `merge`.
+pub fn add_parts(parts: &[RolloutSums]) -> Result<RolloutSums, RulesError> {
+    let Some(p0) = parts.first() else {
+        return Err(RulesError::invalid("merge", "no partial results to merge"));
+    };
+    let bound = fixed(SUM_LIMIT);
+    for (k, p) in parts.iter().enumerate() {
+        if p.key != p0.key {
+            return Err(RulesError::invalid(
+                format!("merge[{k}].key"),
+                format!(
+                    "{:#018x} is another rollout than merge[0]'s {:#018x} (position, dice, \
+                     plies, seed, truncation or evaluator differ)",
+                    p.key, p0.key
+                ),
+            ));
+        }
+        if p.first.checked_add(p.trials).is_none() {
+            return Err(RulesError::invalid(
+                format!("merge[{k}].range.count"),
+                format!("first {} + count {} is beyond 2^32 - 1", p.first, p.trials),
+            ));
+        }
+        let n = p.trials as i128;
+        for (j, name) in SUM_FIGURES.iter().enumerate() {
+            if p.sum[j].unsigned_abs() > (n * bound) as u128 {
+                return Err(RulesError::invalid(
+                    format!("merge[{k}].sums"),
+                    format!(
+                        "{name}: {} is out of range for {} trials",
+                        p.sum[j], p.trials
+                    ),
+                ));
+            }
+            let most = square(bound).checked_mul_u64(p.trials as u64);
+            if most.is_none_or(|m| p.sum_squares[j] > m) || p.spread(j).is_none() {
+                return Err(RulesError::invalid(
+                    format!("merge[{k}].squares"),
+                    format!("{name}: no {} trials give these sums and squares", p.trials),
+                ));
+            }
+        }
+    }
+    let mut order: Vec<usize> = (0..parts.len()).filter(|&k| parts[k].trials > 0).collect();
+    order.sort_by_key(|&k| parts[k].first);
+    // The first trial of the whole (of the lowest part when none has trials: a
+    // finished game's slices).
+    let first = match order.first() {
+        Some(&k) => parts[k].first,
+        None => parts.iter().map(|p| p.first).min().unwrap_or(0),
+    };
+    let mut total = RolloutSums::empty(p0.key, first);
+    let mut previous: Option<usize> = None;
+    for &k in &order {
+        let p = &parts[k];
+        let end = total.first + total.trials;
+        if p.first != end {
+            let prev = previous.map_or(String::new(), |o| format!(" merge[{o}] ends at {end},"));
+            return Err(RulesError::invalid(
+                format!("merge[{k}].range.first"),
+                format!(
+                    "the ranges must follow each other without gap or overlap:{prev} this \
+                     one starts at {}",
+                    p.first
+                ),
+            ));
+        }
+        // `p.first + p.trials` fits in a u32 (checked above), and it is the new end.
+        total.trials += p.trials;
+        for j in 0..6 {
+            total.sum[j] += p.sum[j];
+            total.sum_squares[j] = total.sum_squares[j]
+                .checked_add(p.sum_squares[j])
+                .expect("below 2^142 for 2^32 trials");
+        }
+        previous = Some(k);
+    }
+    Ok(total)
+}
+
+/// The key of a rollout ([`RolloutSums::key`]): FNV-1a (64 bit) of a text naming the
+/// position (its Position ID), the roll, the settings that change a trial's result
+/// (plies, seed, truncation, luck adjustment, exact bear-off) and the name of the
+/// evaluator of the position's variant. The range and the thread count are not in
+/// it. Replicas whose evaluators differ under the same name (other weights) are not
+/// told apart: run one version of the engine everywhere.
+pub fn rollout_key(
+    pos: &Position,
+    dice: Option<Dice>,
+    cfg: &RolloutConfig,
+    evaluator: &str,
+) -> u64 {
+    let text = format!(
+        "tavli-rollout-1 {} dice={} plies={} seed={} truncation={} luck={:?} exact_bearoff={} \
+         evaluator={evaluator}",
+        crate::rules::position_id::to_id(pos),
+        dice.map_or("none".to_string(), |d| format!("{}-{}", d.high(), d.low())),
+        cfg.plies,
+        cfg.seed,
+        cfg.truncation.map_or("none".to_string(), |t| t.to_string()),
+        cfg.luck,
+        cfg.exact_bearoff,
+    );
+    fnv1a64(text.as_bytes())
 }
 
 /// The index of a roll in [`Dice::all_rolls`] (1-1, 2-1, 2-2, 3-1, ...).
@@ -514,29 +738,32 @@ fn add(acc: &mut [f64; 4], x: &[f64; 4]) {
     }
 }
 
-/// A report of `sums`, its probabilities projected onto what the rules allow in the
-/// root position (`ok`).
-fn report(
-    sums: &Sums,
-    ok: &sanity::Possible,
-    done: bool,
-    evaluator: &str,
+/// What a report says besides its sums: the rule bounds of the start, the evaluator,
+/// the plies and the root play.
+struct Header {
+    /// What the rules allow the root mover from where the trials start.
+    ok: Possible,
+    evaluator: String,
     plies: u8,
-    play: &Option<Play>,
-) -> RolloutReport {
+    play: Option<Play>,
+}
+
+/// A report of `sums`, its probabilities projected onto what the rules allow in the
+/// root position (`h.ok`).
+fn report(sums: &RolloutSums, h: &Header, done: bool) -> RolloutReport {
     let raw = Probabilities {
         win: sums.mean(0) as f32,
         win_mars: sums.mean(1) as f32,
         lose_mars: sums.mean(3) as f32,
         draw: sums.mean(4) as f32,
     };
-    let p = if sums.n == 0 {
+    let p = if sums.trials == 0 {
         raw
     } else {
-        sanity::project(raw, ok)
+        sanity::project(raw, &h.ok)
     };
     RolloutReport {
-        trials: sums.n,
+        trials: sums.trials,
         probabilities: p,
         mean: raw,
         equity: p.equity(),
@@ -549,23 +776,24 @@ fn report(
             equity: sums.std_error(5),
         },
         done,
-        evaluator: evaluator.to_string(),
-        plies,
-        play: play.clone(),
+        evaluator: h.evaluator.clone(),
+        plies: h.plies,
+        play: h.play.clone(),
+        sums: *sums,
     }
 }
 
 /// An exact answer reported as a finished rollout (a finished game, or a first play
-/// that ends it): `trials` results all equal to `p`, standard errors 0.
+/// that ends it): `sums.trials` results all equal to `p`, standard errors 0.
 fn exact(
     p: Probabilities,
-    trials: u32,
+    sums: RolloutSums,
     evaluator: &str,
     plies: u8,
     play: Option<Play>,
 ) -> RolloutReport {
     RolloutReport {
-        trials,
+        trials: sums.trials,
         probabilities: p,
         mean: p,
         equity: p.equity(),
@@ -574,23 +802,27 @@ fn exact(
         evaluator: evaluator.to_string(),
         plies,
         play,
+        sums,
     }
 }
 
 /// Rolls out `pos` (optionally with the root mover's `dice`) with the engine's
-/// evaluator, as the module documentation describes.
+/// evaluator, as the module documentation describes: the trials
+/// `cfg.first_trial..cfg.first_trial + cfg.trials`.
 ///
 /// `on_report` gets a report every [`RolloutConfig::report_every`] trials and the
 /// final one (`done`); returning `ControlFlow::Break` stops the rollout
 /// ([`EvalError::Cancelled`]). A finished game (R9) gives its outcome at once (no
 /// trials, evaluator `game-over`), as does a first play that ends the game (all
-/// trials equal).
+/// trials equal). Every report carries its exact sums ([`RolloutReport::sums`]),
+/// which [`merge`] adds to those of other slices of the same rollout.
 ///
 /// Errors: [`EvalError::Rules`] for an invalid position (R9), `plies` above
-/// [`MAX_ROLLOUT_PLIES`] (field `plies`) or 0 trials (field `trials`);
-/// [`EvalError::Unavailable`] when a contact position of the variant has no static
-/// evaluator; [`EvalError::DeadlineExceeded`] / [`EvalError::Cancelled`] when `stop`
-/// says so, after a last report of the trials finished (`done` false).
+/// [`MAX_ROLLOUT_PLIES`] (field `plies`), 0 trials (field `trials`) or a range past
+/// `u32::MAX` (field `first_trial`); [`EvalError::Unavailable`] when a contact
+/// position of the variant has no static evaluator; [`EvalError::DeadlineExceeded`] /
+/// [`EvalError::Cancelled`] when `stop` says so, after a last report of the trials
+/// finished (`done` false).
 pub fn rollout(
     engine: &dyn Searcher,
     pos: &Position,
@@ -599,53 +831,36 @@ pub fn rollout(
     stop: StopWhen<'_>,
     on_report: &mut dyn FnMut(&RolloutReport) -> ControlFlow<()>,
 ) -> Result<RolloutReport, EvalError> {
-    pos.validate()?;
-    if cfg.plies > MAX_ROLLOUT_PLIES {
-        return Err(RulesError::invalid(
-            "plies",
-            format!(
-                "rollouts choose plays at 0..{MAX_ROLLOUT_PLIES} plies, got {}",
-                cfg.plies
-            ),
-        )
-        .into());
-    }
     if cfg.trials == 0 {
         return Err(RulesError::invalid("trials", "at least 1 trial").into());
     }
-    let variant = pos.variant;
-    let search = engine.search(variant, stop);
-    let evaluator = search
-        .static_eval
-        .map_or_else(|| "bearoff-exact".to_string(), |e| e.name(variant));
-    if let Some(o) = pos.game_over() {
-        let r = exact(sanity::outcome_for_turn(pos, &o), 0, "game-over", 0, None);
-        let _ = on_report(&r);
-        return Ok(r);
-    }
-    let root = Board::from_position(pos, pos.turn);
-    let (start, start_is_root, play) = match dice {
-        None => (root, true, None),
-        Some(d) => {
-            let mut plays = Vec::new();
-            generate(variant, &root, d, &mut plays);
-            let (i, v) = with_scratch(|sc| search.best_play(sc, &plays, cfg.plies))?;
-            let play = to_play(variant, pos.turn, &plays[i]);
-            if plays[i].outcome.is_some() {
-                let r = exact(v, cfg.trials, &evaluator, cfg.plies, Some(play));
-                let _ = on_report(&r);
-                return Ok(r);
-            }
-            (plays[i].board.mirror(variant), false, Some(play))
+    let Some(end) = cfg.first_trial.checked_add(cfg.trials) else {
+        return Err(RulesError::invalid(
+            "first_trial",
+            format!(
+                "first_trial {} + trials {} is beyond the last trial index {}",
+                cfg.first_trial,
+                cfg.trials,
+                u32::MAX
+            ),
+        )
+        .into());
+    };
+    let (key, setup) = setup(engine, pos, dice, cfg, stop)?;
+    let (search, start, start_is_root, header) = match setup {
+        Setup::Exact(e) => {
+            let r = e.report(key, cfg.first_trial, cfg.trials);
+            let _ = on_report(&r);
+            return Ok(r);
         }
+        Setup::Trials {
+            search,
+            start,
+            start_is_root,
+            header,
+        } => (search, start, start_is_root, header),
     };
-    // What the rules allow the root mover from where the trials start.
-    let start_ok = sanity::possible_outcomes(variant, &start);
-    let ok = if start_is_root {
-        start_ok
-    } else {
-        start_ok.flip()
-    };
+    let variant = pos.variant;
     let abort = AtomicBool::new(false);
     let mut ro = Rollout {
         search,
@@ -670,8 +885,8 @@ pub fn rollout(
         n => n,
     }
     .clamp(1, cfg.trials as usize);
-    let next = AtomicU32::new(0);
-    let mut sums = Sums::default();
+    let next = AtomicU32::new(cfg.first_trial);
+    let mut sums = RolloutSums::empty(key, cfg.first_trial);
     let mut error: Option<EvalError> = None;
     let mut reported = 0u32;
     std::thread::scope(|s| {
@@ -682,7 +897,7 @@ pub fn rollout(
             let (tx, ro, next) = (tx.clone(), &ro, &next);
             s.spawn(move || loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
-                if i >= cfg.trials || ro.abort.load(Ordering::Relaxed) {
+                if i >= end || ro.abort.load(Ordering::Relaxed) {
                     break;
                 }
                 let r = ro.trial(i);
@@ -693,23 +908,23 @@ pub fn rollout(
             });
         }
         drop(tx);
-        // Results arrive out of order; they are summed in trial order.
+        // Results arrive out of order; they are added in trial order, so that every
+        // intermediate report is the first trials of the range.
         let mut waiting: BTreeMap<u32, [f64; 4]> = BTreeMap::new();
         loop {
             match rx.recv_timeout(Duration::from_millis(50)) {
                 Ok((i, Ok(v))) => {
                     waiting.insert(i, v);
-                    while let Some(v) = waiting.remove(&sums.n) {
+                    while let Some(v) = waiting.remove(&(cfg.first_trial + sums.trials)) {
                         sums.add(v);
-                        let n = sums.n;
+                        let n = sums.trials;
                         if error.is_none()
                             && cfg.report_every > 0
-                            && n % cfg.report_every == 0
+                            && n.is_multiple_of(cfg.report_every)
                             && n < cfg.trials
                         {
                             reported = n;
-                            let r = report(&sums, &ok, false, &evaluator, cfg.plies, &play);
-                            if on_report(&r).is_break() {
+                            if on_report(&report(&sums, &header, false)).is_break() {
                                 error = Some(EvalError::Cancelled);
                                 abort.store(true, Ordering::Relaxed);
                             }
@@ -731,12 +946,158 @@ pub fn rollout(
         }
     });
     if let Some(e) = error {
-        if sums.n > reported {
-            let _ = on_report(&report(&sums, &ok, false, &evaluator, cfg.plies, &play));
+        if sums.trials > reported {
+            let _ = on_report(&report(&sums, &header, false));
         }
         return Err(e);
     }
-    let r = report(&sums, &ok, true, &evaluator, cfg.plies, &play);
+    let r = report(&sums, &header, true);
     let _ = on_report(&r);
     Ok(r)
+}
+
+/// An answer known without trials: a finished game (`trials` 0, evaluator
+/// `game-over`) or a first play that ends the game (every trial the same).
+struct ExactAnswer {
+    p: Probabilities,
+    game_over: bool,
+    evaluator: String,
+    plies: u8,
+    play: Option<Play>,
+}
+
+impl ExactAnswer {
+    /// The report of trials `first..first + trials` (none for a finished game).
+    fn report(self, key: u64, first: u32, trials: u32) -> RolloutReport {
+        let trials = if self.game_over { 0 } else { trials };
+        let sums = RolloutSums::repeat(key, first, trials, &self.p);
+        exact(self.p, sums, &self.evaluator, self.plies, self.play)
+    }
+}
+
+/// A rollout before its trials: an exact answer, or what the trials need.
+enum Setup<'a> {
+    /// No trials needed.
+    Exact(ExactAnswer),
+    /// The trials start from `start` (whose mover is the root mover or not).
+    Trials {
+        search: Search<'a>,
+        start: Board,
+        start_is_root: bool,
+        header: Header,
+    },
+}
+
+/// What [`rollout`] and [`merge`] share: the checks of the position and the plies,
+/// the key, the root play with dice, and the exact answers (module documentation).
+fn setup<'a>(
+    engine: &'a dyn Searcher,
+    pos: &Position,
+    dice: Option<Dice>,
+    cfg: &RolloutConfig,
+    stop: StopWhen<'a>,
+) -> Result<(u64, Setup<'a>), EvalError> {
+    pos.validate()?;
+    if cfg.plies > MAX_ROLLOUT_PLIES {
+        return Err(RulesError::invalid(
+            "plies",
+            format!(
+                "rollouts choose plays at 0..{MAX_ROLLOUT_PLIES} plies, got {}",
+                cfg.plies
+            ),
+        )
+        .into());
+    }
+    let variant = pos.variant;
+    let search = engine.search(variant, stop);
+    let evaluator = search
+        .static_eval
+        .map_or_else(|| "bearoff-exact".to_string(), |e| e.name(variant));
+    let key = rollout_key(pos, dice, cfg, &evaluator);
+    if let Some(o) = pos.game_over() {
+        let setup = Setup::Exact(ExactAnswer {
+            p: sanity::outcome_for_turn(pos, &o),
+            game_over: true,
+            evaluator: "game-over".to_string(),
+            plies: 0,
+            play: None,
+        });
+        return Ok((key, setup));
+    }
+    let root = Board::from_position(pos, pos.turn);
+    let (start, start_is_root, play) = match dice {
+        None => (root, true, None),
+        Some(d) => {
+            let mut plays = Vec::new();
+            generate(variant, &root, d, &mut plays);
+            let (i, v) = with_scratch(|sc| search.best_play(sc, &plays, cfg.plies))?;
+            let play = to_play(variant, pos.turn, &plays[i]);
+            if plays[i].outcome.is_some() {
+                let setup = Setup::Exact(ExactAnswer {
+                    p: v,
+                    game_over: false,
+                    evaluator,
+                    plies: cfg.plies,
+                    play: Some(play),
+                });
+                return Ok((key, setup));
+            }
+            (plays[i].board.mirror(variant), false, Some(play))
+        }
+    };
+    let start_ok = sanity::possible_outcomes(variant, &start);
+    let header = Header {
+        ok: if start_is_root {
+            start_ok
+        } else {
+            start_ok.flip()
+        },
+        evaluator,
+        plies: cfg.plies,
+        play,
+    };
+    let setup = Setup::Trials {
+        search,
+        start,
+        start_is_root,
+        header,
+    };
+    Ok((key, setup))
+}
+
+/// Merges the sums of slices of one rollout of `pos` (with `dice`, and `cfg`'s plies,
+/// seed, truncation, luck and bear-off settings; its range, threads and report
+/// interval are not used) into the final report of the whole: bit for bit the report
+/// that [`rollout`] gives for the trials `first..first + n` the slices cover (each
+/// slice's [`RolloutReport::sums`], from this machine or another running the same
+/// engine). No trial is run; with dice the root play is searched again (as
+/// [`rollout`] does before its trials).
+///
+/// Errors: those of [`add_parts`] (fields `merge[k]...`); a part whose key is not
+/// this rollout's ([`rollout_key`]) on `merge[k].key`; and those of [`rollout`] for
+/// the position and `plies`.
+pub fn merge(
+    engine: &dyn Searcher,
+    pos: &Position,
+    dice: Option<Dice>,
+    cfg: &RolloutConfig,
+    parts: &[RolloutSums],
+) -> Result<RolloutReport, EvalError> {
+    let total = add_parts(parts)?;
+    let (key, setup) = setup(engine, pos, dice, cfg, StopWhen::default())?;
+    if let Some(k) = parts.iter().position(|p| p.key != key) {
+        return Err(RulesError::invalid(
+            format!("merge[{k}].key"),
+            format!(
+                "{:#018x} is not the key of this rollout ({key:#018x}): the position, dice, \
+                 plies, seed, truncation or evaluator differ",
+                parts[k].key
+            ),
+        )
+        .into());
+    }
+    Ok(match setup {
+        Setup::Exact(e) => e.report(key, total.first, total.trials),
+        Setup::Trials { header, .. } => report(&total, &header, true),
+    })
 }

@@ -25,6 +25,8 @@ use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use tonic::transport::Channel;
+use tonic::{Code, Status};
+use tonic_types::StatusExt;
 
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -198,4 +200,13 @@ impl PositionEvaluator for Counting {
         self.calls.fetch_add(1, Ordering::Relaxed);
         self.inner.rollout(pos, dice, cfg, stop, on_report)
     }
+}
+
+/// `s` is `INVALID_ARGUMENT` on `field`: the message starts with `field: ` and the
+/// BadRequest details name it.
+pub fn assert_invalid(s: &Status, field: &str) {
+    assert_eq!(s.code(), Code::InvalidArgument, "{s:?}");
+    assert!(s.message().starts_with(&format!("{field}: ")), "{s:?}");
+    let br = s.get_details_bad_request().expect("BadRequest details");
+    assert_eq!(br.field_violations[0].field, field);
 }
