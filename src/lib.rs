@@ -10,11 +10,13 @@
 //! - [`board_text`]: a position drawn as a text board (`tavli-engine show`).
 //! - [`web`]: the analysis page (gRPC-Web), served with `--web-addr`.
 //! - [`ubgi`]: the engine over UBGI on stdin/stdout (`tavli-engine ubgi`).
+//! - [`matchequity`]: the match equity table of Tavli matches (`tavli-engine met`).
 
 pub mod analysis;
 pub mod board_text;
 pub mod corpus;
 pub mod eval;
+pub mod matchequity;
 pub mod record;
 pub mod rules;
 pub mod service;
