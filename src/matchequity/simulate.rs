@@ -153,9 +153,9 @@ fn absolute(o: RelOutcome, won: bool, mover: Side) -> Outcome {
     }
 }
 
-/// One game of `variant` that `starter` starts, the engine's 0-ply play on both
+/// One game of `search.variant` that `starter` starts, the engine's 0-ply play on both
 /// sides, dice from `rng`: its outcome and whether it was cut.
-fn play_game(
+pub fn play_game(
     search: &Search,
     starter: Side,
     rng: &mut ChaCha8Rng,
