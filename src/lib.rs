@@ -10,12 +10,14 @@
 //! - [`board_text`]: a position drawn as a text board (`tavli-engine show`).
 //! - [`web`]: the analysis page (gRPC-Web), served with `--web-addr`.
 //! - [`ubgi`]: the engine over UBGI on stdin/stdout (`tavli-engine ubgi`).
+//! - [`matchequity`]: the match equity table of Tavli matches (`tavli-engine met`).
 //! - [`replicas`]: rollouts split over several servers (the client side).
 
 pub mod analysis;
 pub mod board_text;
 pub mod corpus;
 pub mod eval;
+pub mod matchequity;
 pub mod record;
 pub mod replicas;
 pub mod rules;

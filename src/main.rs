@@ -12,6 +12,7 @@
 //! tavli-engine show  --position <ID>             # the board as text
 //! tavli-engine analyze match.mat [--plies 1] [--json] [--svg game.svg]
 //! tavli-engine ubgi                              # UBGI engine on stdin/stdout
+//! tavli-engine met [--length 7] [--json]         # match equity table (--generate, --check)
 //! ```
 //!
 //! `--position` takes a Position ID, a GNU Backgammon ID with `--side`, or an XGID
@@ -19,6 +20,7 @@
 
 mod cli {
     pub mod analyze;
+    pub mod met;
     pub mod rollout;
 }
 
@@ -90,6 +92,9 @@ enum Command {
     /// and GUIs (docs/interop.md): `ubgi`, `setoption`, `position`, `dice`, `go`,
     /// `eval`, `quit`.
     Ubgi(UbgiArgs),
+    /// The match equity table: each side's chance to win a Tavli match from every
+    /// score (docs/match-equity.md); --generate measures it again, --check simulates.
+    Met(cli::met::MetArgs),
 }
 
 #[derive(Args, Debug)]
@@ -404,6 +409,7 @@ fn main() -> ExitCode {
         Some(Command::Start(a)) => start(a).and_then(emit),
         Some(Command::Show(a)) => show(a).and_then(emit),
         Some(Command::Analyze(a)) => cli::analyze::run(a, || service(true)).and_then(emit),
+        Some(Command::Met(a)) => cli::met::run(a).and_then(emit),
         Some(Command::Ubgi(a)) => {
             tavli_engine::ubgi::run(std::io::stdin(), std::io::stdout(), a.plies, || {
                 Arc::new(tavli_engine::eval::engine::Engine::load_default())

@@ -1,0 +1,36 @@
+//! Tavli match equity: the chance of winning a match from every score (docs/match-equity.md).
+//!
+//! Online Tavli is played as matches (RULES.md R2): Portes, Plakoto, Fevga in turn to
+//! a number of points, the winner of a game starting the next, an opening roll at the
+//! start and after a draw; a game scores 1 or 2 points (R7, R5.5), no cube. With no
+//! cube, the chance that a side wins from a score depends only on how each game of
+//! the rest of the match ends, and each game's ends only on its variant and on who
+//! starts it (if both sides play the same score-blind way). So the table is exact
+//! once the starter's outcome distribution of each variant is known:
+//!
+//! - [`measure`]: the distributions, measured by rollouts of the engine's cubeless
+//!   0-ply play (`tavli-engine met --generate`, committed as
+//!   `data/met-distributions.json`);
+//! - [`table`]: the exact dynamic programming over the match cycle
+//!   ([`MatchEquityTable`], the transitions of [`crate::rules::MatchState::advance`])
+//!   and the match winning chance of a position ([`match_winning_chance`]), which
+//!   depend only on the rules and the evaluation types;
+//! - [`simulate`]: the table checked against whole matches of the engine against
+//!   itself (`tavli-engine met --check`).
+
+pub mod measure;
+pub mod simulate;
+pub mod table;
+
+pub use table::{
+    match_winning_chance, After, Distributions, GameDistribution, GameEnd, MatchEquityTable,
+    MetState, Starter, MAX_AWAY,
+};
+
+/// SplitMix64 of `z`: independent seeds (of a batch, of a match) from the master seed.
+fn mix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
