@@ -286,6 +286,61 @@ async fn tls_connections_age_out_and_clients_reconnect() {
     server.shutdown().await.unwrap();
 }
 
+/// The lingering close with TLS (docs/deploy.md, "Connection age"): a connection
+/// that ends at its age sends its `close_notify` and shuts its write side, and the
+/// server still reads what the client sends after that, instead of answering it with
+/// a TCP reset; the connection is gone once the client closes.
+#[tokio::test]
+async fn tls_connections_linger_after_their_end() {
+    use tokio_rustls::rustls;
+    let ca = TestCa::new("tavli test CA");
+    let server_pem = ca.sign(&["localhost"], true);
+    let server = TestServer::start(ServerConfig {
+        max_connection_age: Some(Duration::from_millis(300)),
+        max_connection_age_grace: Some(Duration::from_secs(5)),
+        ..tls_server_config(&server_pem, None)
+    })
+    .await;
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(ca.issuer.der().clone()).unwrap();
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    config.alpn_protocols = vec![b"h2".to_vec()];
+    let connector = tokio_rustls::TlsConnector::from(std::sync::Arc::new(config));
+    let tcp = tokio::net::TcpStream::connect(server.grpc).await.unwrap();
+    let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+    let mut tls = connector.connect(name, tcp).await.unwrap();
+    let kinds = tokio::time::timeout(Duration::from_secs(3), common::idle_h2_client(&mut tls))
+        .await
+        .expect("the connection ends at its age")
+        .unwrap();
+    assert!(kinds.contains(&7), "a GOAWAY among the frames {kinds:?}");
+    common::server_still_reads(&mut tls)
+        .await
+        .expect("the server still reads after the end");
+    tls.shutdown().await.unwrap();
+    let gauge = "tavli_connections{listener=\"grpc\"}";
+    let mut open = None;
+    for _ in 0..30 {
+        open = common::sample(&server.metrics_text().await, gauge);
+        if open == Some(0.0) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        open,
+        Some(0.0),
+        "the connection is gone once the client closed"
+    );
+    assert_eq!(server.grpc_closed("max_age", 1).await, 1);
+    server.shutdown().await.unwrap();
+}
+
 /// TLS: a client that trusts another CA refuses the server's certificate.
 #[tokio::test]
 async fn tls_client_with_another_ca_refuses_the_server() {
