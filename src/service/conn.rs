@@ -73,6 +73,9 @@ pub struct ConnLimits {
     /// Engine RPCs of one connection between admission and the end of writing their
     /// response (see [`ConnState::rpc_slot`]).
     pub max_rpcs: usize,
+    /// Health `Watch` streams of one connection open at once (see
+    /// [`ConnState::watch_slot`]); with `max_connections`, it bounds them all.
+    pub max_watches: usize,
     /// Time from the accept after which a connection gets a GOAWAY, before a jitter
     /// of ±10 % ([`jittered`]); `None`: no limit.
     pub max_age: Option<Duration>,
@@ -130,6 +133,9 @@ pub struct ConnState {
     pub(crate) epoch: Instant,
     /// Engine RPCs in flight on this connection, each until its response is written.
     rpcs: Arc<Semaphore>,
+    /// Health `Watch` streams open on this connection.
+    watches: Arc<Semaphore>,
+    max_watches: usize,
     /// Being closed (by a limit, or evicted).
     closing: AtomicBool,
     /// Evicted: out of the registry's map, counted in its `evicting`.
@@ -167,6 +173,21 @@ impl ConnState {
             .await
             .ok()?
             .ok()
+    }
+
+    /// One of the connection's health `Watch` places ([`ConnLimits::max_watches`]),
+    /// if one is free, held for the stream's life. A client that follows the service
+    /// config (`healthCheckConfig`) keeps one watch per connection open for as long
+    /// as the connection: they are idle, and bounded per connection rather than by
+    /// `--streaming-limit`, so that every connection within the connection limit can
+    /// have its watch.
+    pub fn watch_slot(&self) -> Option<OwnedSemaphorePermit> {
+        self.watches.clone().try_acquire_owned().ok()
+    }
+
+    /// The connection's limit of health `Watch` streams.
+    pub fn max_watches(&self) -> usize {
+        self.max_watches
     }
 }
 
@@ -409,6 +430,8 @@ impl Registry {
             sending: Default::default(),
             epoch_ms: send_timeout_ms / 4,
             rpcs: Arc::new(Semaphore::new(self.limits.max_rpcs.max(1))),
+            watches: Arc::new(Semaphore::new(self.limits.max_watches.max(1))),
+            max_watches: self.limits.max_watches.max(1),
             epoch: self.epoch,
             closing: AtomicBool::new(false),
             evicted: AtomicBool::new(false),
@@ -1076,6 +1099,7 @@ mod tests {
             send_timeout: Duration::from_secs(10),
             max_buffered_bytes: 1 << 20,
             max_rpcs: 8,
+            max_watches: 4,
             max_age: None,
             max_age_grace: None,
         };

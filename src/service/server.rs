@@ -100,8 +100,15 @@ pub struct ServerConfig {
     /// (default 8): more wait (up to the send timeout), so that a client that does
     /// not read gets no more answers computed.
     pub connection_concurrency_limit: usize,
-    /// Health `Watch` and reflection streams open at once (default 32).
+    /// Reflection streams open at once (default 32); beyond it
+    /// `RESOURCE_EXHAUSTED`. Health `Watch` streams have their own limit,
+    /// `connection_watch_limit`.
     pub streaming_limit: usize,
+    /// Health `Watch` streams of one connection open at once (default 4; beyond it
+    /// `RESOURCE_EXHAUSTED`): a client that follows the service config keeps one per
+    /// connection for the connection's life, so they are bounded per connection
+    /// (and in all by `max_connections` times this), not by `streaming_limit`.
+    pub connection_watch_limit: usize,
     /// Deep searches (`Evaluate` at 1 ply or more) running at once (default: the
     /// number of CPUs).
     pub deep_search_limit: usize,
@@ -156,6 +163,7 @@ impl Default for ServerConfig {
             max_connection_buffered_bytes: 16 * 1024 * 1024,
             connection_concurrency_limit: 8,
             streaming_limit: 32,
+            connection_watch_limit: 4,
             deep_search_limit: cpus(),
             deep_search_queue: 64,
             metrics_max_connections: 16,
@@ -197,6 +205,7 @@ impl std::fmt::Debug for ServerConfig {
                 &self.connection_concurrency_limit,
             )
             .field("streaming_limit", &self.streaming_limit)
+            .field("connection_watch_limit", &self.connection_watch_limit)
             .field("deep_search_limit", &self.deep_search_limit)
             .field("deep_search_queue", &self.deep_search_queue)
             .field("metrics_max_connections", &self.metrics_max_connections)
@@ -247,6 +256,12 @@ impl ServerConfig {
             10_000,
         )?;
         range("streaming-limit", self.streaming_limit, 1, 10_000)?;
+        range(
+            "connection-watch-limit",
+            self.connection_watch_limit,
+            1,
+            100,
+        )?;
         range(
             "connection-concurrency-limit",
             self.connection_concurrency_limit,
@@ -488,6 +503,7 @@ pub async fn serve_with_web(
         send_timeout: config.send_timeout,
         max_buffered_bytes: config.max_connection_buffered_bytes,
         max_rpcs: config.connection_concurrency_limit,
+        max_watches: config.connection_watch_limit,
         max_age: None,
         max_age_grace: None,
     };
