@@ -252,6 +252,18 @@ async fn tls_client_with_the_ca_gets_answers() {
     server.shutdown().await.unwrap();
 }
 
+/// A TLS server (a certificate for `localhost` signed by `ca`) whose connections
+/// get their GOAWAY after `age_ms` (±10 %) and are closed `grace` seconds later.
+async fn aged_tls_server(ca: &TestCa, age_ms: u64, grace: f64) -> TestServer {
+    let server_pem = ca.sign(&["localhost"], true);
+    TestServer::start(ServerConfig {
+        max_connection_age: Some(Duration::from_millis(age_ms)),
+        max_connection_age_grace: Some(Duration::from_secs_f64(grace)),
+        ..tls_server_config(&server_pem, None)
+    })
+    .await
+}
+
 /// TLS and the connection age: TLS connections get their GOAWAY at the age too
 /// (counted `max_age`, closed once their calls have ended), and a TLS client calling
 /// all along reconnects (a new handshake); every call that reached the server was
@@ -259,13 +271,7 @@ async fn tls_client_with_the_ca_gets_answers() {
 #[tokio::test]
 async fn tls_connections_age_out_and_clients_reconnect() {
     let ca = TestCa::new("tavli test CA");
-    let server_pem = ca.sign(&["localhost"], true);
-    let server = TestServer::start(ServerConfig {
-        max_connection_age: Some(Duration::from_millis(400)),
-        max_connection_age_grace: Some(Duration::from_secs(1)),
-        ..tls_server_config(&server_pem, None)
-    })
-    .await;
+    let server = aged_tls_server(&ca, 400, 1.0).await;
     let tls = ClientTlsConfig::new().ca_certificate(Certificate::from_pem(ca.pem()));
     let c = TavliEngineClient::new(connect_tls(&server, tls).await.expect("TLS connect"));
     let (answered, _) = common::call_across_ages(Duration::from_millis(1500), || {
@@ -294,13 +300,7 @@ async fn tls_connections_age_out_and_clients_reconnect() {
 async fn tls_connections_linger_after_their_end() {
     use tokio_rustls::rustls;
     let ca = TestCa::new("tavli test CA");
-    let server_pem = ca.sign(&["localhost"], true);
-    let server = TestServer::start(ServerConfig {
-        max_connection_age: Some(Duration::from_millis(300)),
-        max_connection_age_grace: Some(Duration::from_secs(5)),
-        ..tls_server_config(&server_pem, None)
-    })
-    .await;
+    let server = aged_tls_server(&ca, 300, 5.0).await;
     let mut roots = rustls::RootCertStore::empty();
     roots.add(ca.issuer.der().clone()).unwrap();
     let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
