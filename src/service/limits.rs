@@ -1,6 +1,7 @@
 //! Tower layers and limits that protect the server (issue #11):
 //!
-//! - [`AdmissionLayer`]: reads a request's body (every method's but reflection's
+//! - [`AdmissionLayer`]: answers a request that is not gRPC HTTP 415 (its
+//!   `content-type`, [`super::protocol`]); reads a request's body (every method's but reflection's
 //!   bidirectional stream: one message, within the request-body timeout, charged to
 //!   the buffers of [`super::buffers`]; a body with a second message is refused
 //!   `INTERNAL` by [`super::protocol::one_message`]; a compressed one is inflated
@@ -30,7 +31,7 @@ use super::buffers::{self, Budget, Charge, ChargedBody};
 use super::conn::{ConnState, StreamGuard};
 use super::error::ServiceError;
 use super::inflate::{inflate_request, Encoding};
-use super::protocol::one_message;
+use super::protocol::{is_grpc_content_type, one_message, unsupported_media_type};
 use crate::eval::{CancelToken, MAX_PLIES};
 use crate::telemetry::{rpc_labels, Metrics};
 use bytes::{Bytes, BytesMut};
@@ -365,6 +366,17 @@ where
     }
 
     fn call(&mut self, req: Request<B>) -> Self::Future {
+        // Not gRPC: HTTP 415 before anything is read ([`super::protocol`]).
+        let content_type = req.headers().get(http::header::CONTENT_TYPE);
+        if !is_grpc_content_type(content_type) {
+            tracing::debug!(
+                path = req.uri().path(),
+                ?content_type,
+                "not a gRPC request: 415"
+            );
+            let refusal = unsupported_media_type(content_type);
+            return Box::pin(std::future::ready(Ok(refusal)));
+        }
         let class = classify(req.uri().path());
         let evaluate = EVALUATE.contains(&req.uri().path());
         let engine_stream = ENGINE_STREAMS.contains(&req.uri().path());
@@ -396,11 +408,13 @@ where
                 let read = read_body(body, max, budget, conn.as_ref());
                 let read = tokio::time::timeout(config.body_timeout, read).await;
                 // A second message: a cardinality violation, answered before the
-                // handler runs (unknown methods are tonic's UNIMPLEMENTED).
+                // handler runs (unknown methods are tonic's UNIMPLEMENTED). The
+                // method is looked up only then: a body of one message costs a
+                // look at its prefix.
                 if let Ok(Ok((bytes, _))) = &read {
                     let path = parts.uri.path();
-                    if rpc_labels(path).1 != "unknown" {
-                        if let Err(status) = one_message(bytes, max, path) {
+                    if let Err(status) = one_message(bytes, max, path) {
+                        if rpc_labels(path).1 != "unknown" {
                             return Ok(status.into_http());
                         }
                     }

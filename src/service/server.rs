@@ -9,7 +9,6 @@ use super::health::Health;
 use super::limits::{
     AdmissionConfig, AdmissionLayer, DeadlineLayer, DeepSearchLimit, SMALL_MESSAGE_BYTES,
 };
-use super::protocol::ContentTypeLayer;
 use super::route::EngineRoutes;
 use super::tls::TlsConfig;
 use super::{pb, readiness, SERVICE_NAME};
@@ -382,10 +381,9 @@ pub async fn serve(
 /// `grpc.reflection.v1.ServerReflection` and `grpc.reflection.v1alpha.ServerReflection`,
 /// over HTTP/2 (over TLS with `config.tls`) served by hyper with the connection
 /// limits of [`conn`] (the age limit included). Layers, outermost first: metrics
-/// and tracing ([`MetricsLayer`]), the content type ([`ContentTypeLayer`]: HTTP 415
-/// for a request that is not gRPC), the deadline ([`DeadlineLayer`]), admission
-/// ([`AdmissionLayer`]: body, one request message, compressed requests inflated,
-/// permits, buffers). Health is [`Health`] (`Watch` of an unknown service kept open;
+/// and tracing ([`MetricsLayer`]), the deadline ([`DeadlineLayer`]), admission
+/// ([`AdmissionLayer`]: HTTP 415 for a request that is not gRPC, body, one request
+/// message, compressed requests inflated, permits, buffers). Health is [`Health`] (`Watch` of an unknown service kept open;
 /// watches end at shutdown). The
 /// page's gRPC-Web calls go through tonic-web to the same layers (one concurrency
 /// limit, one budget), over HTTP/1.1 connections with their own limits
@@ -468,7 +466,6 @@ pub async fn serve_with_web(
     let stack = move |conn: Arc<ConnState>| {
         tower::ServiceBuilder::new()
             .layer(metrics_layer.clone())
-            .layer(ContentTypeLayer)
             .layer(deadline_layer)
             .layer(admit.for_conn(conn))
             .service(routes.clone())
