@@ -636,10 +636,12 @@ impl Transport {
                 tls.into_inner().0
             }
         };
-        let mut buf = [0u8; 4096];
+        // On the heap, and not zeroed: no room for it in every connection's future.
+        let mut buf = Vec::with_capacity(4096);
         let mut read = 0;
         loop {
-            match tcp.read(&mut buf).await? {
+            buf.clear();
+            match tcp.read_buf(&mut buf).await? {
                 0 => return Ok((read, true)),
                 n => {
                     read += n;
