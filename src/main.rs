@@ -211,9 +211,14 @@ struct ServeArgs {
     #[arg(long, env = "TAVLI_CONNECTION_CONCURRENCY_LIMIT",
           default_value_t = defaults().connection_concurrency_limit)]
     connection_concurrency_limit: usize,
-    /// Health Watch and reflection streams open at once.
+    /// Reflection streams open at once.
     #[arg(long, env = "TAVLI_STREAMING_LIMIT", default_value_t = defaults().streaming_limit)]
     streaming_limit: usize,
+    /// Health Watch streams of one connection open at once (a client that follows
+    /// the service config keeps one per connection).
+    #[arg(long, env = "TAVLI_CONNECTION_WATCH_LIMIT",
+          default_value_t = defaults().connection_watch_limit)]
+    connection_watch_limit: usize,
     /// Deep searches (Evaluate at 1 ply or more) running at once [default: the number
     /// of CPUs].
     #[arg(long, env = "TAVLI_DEEP_SEARCH_LIMIT")]
@@ -465,6 +470,7 @@ fn serve(args: ServeArgs) -> Result<(), BoxError> {
         max_connection_buffered_bytes: args.max_connection_buffered_bytes,
         connection_concurrency_limit: args.connection_concurrency_limit,
         streaming_limit: args.streaming_limit,
+        connection_watch_limit: args.connection_watch_limit,
         deep_search_limit: args.deep_search_limit.unwrap_or_else(cpus),
         deep_search_queue: args.deep_search_queue,
         metrics_max_connections: args.metrics_max_connections,
