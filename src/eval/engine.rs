@@ -15,7 +15,7 @@ use super::sanity::outcome_for_turn;
 use super::search::{game_over_probabilities, with_scratch, MoveFilter, Search, Searcher};
 use super::{
     EvalError, EvalOptions, Evaluation, Evaluator, PositionEvaluator, Probabilities, RankedPlay,
-    StopWhen, MAX_PLIES,
+    RawRanking, StopWhen, MAX_PLIES,
 };
 use crate::rules::board::Board;
 use crate::rules::movegen::{generate, PlayResult};
@@ -176,20 +176,50 @@ impl PositionEvaluator for Engine {
         dice: Dice,
         opts: EvalOptions,
     ) -> Result<Vec<RankedPlay>, EvalError> {
+        let r = self.rank_raw_plays(pos, dice, opts)?;
+        Ok(r.ranked
+            .into_iter()
+            .map(|(i, p, _)| RankedPlay {
+                play: to_play(pos.variant, pos.turn, &r.plays[i]),
+                equity: p.equity(),
+                probabilities: p,
+            })
+            .collect())
+    }
+
+    /// The ranking of [`PositionEvaluator::rank_plays`] without converting the plays.
+    fn rank_raw_plays(
+        &self,
+        pos: &Position,
+        dice: Dice,
+        opts: EvalOptions,
+    ) -> Result<RawRanking, EvalError> {
         pos.validate_playable()?;
         let board = Board::from_position(pos, pos.turn);
         let mut plays = Vec::with_capacity(64);
         generate(pos.variant, &board, dice, &mut plays);
         let mut ranked = Vec::with_capacity(plays.len());
+        let plies = opts.plies.min(MAX_PLIES);
         self.rank_raw(pos.variant, &plays, opts, &mut ranked)?;
-        Ok(ranked
-            .into_iter()
-            .map(|(i, p, _)| RankedPlay {
-                play: to_play(pos.variant, pos.turn, &plays[i]),
-                equity: p.equity(),
-                probabilities: p,
-            })
-            .collect())
+        let (evaluator, plies) = if is_no_contact_bearoff(pos.variant, &board) {
+            ("bearoff-exact".to_string(), 0)
+        } else {
+            match self.static_evaluator(pos.variant) {
+                Some(e) => (e.name(pos.variant), plies),
+                None => {
+                    return Err(EvalError::Unavailable(format!(
+                        "no static evaluator for {} contact positions",
+                        pos.variant
+                    )))
+                }
+            }
+        };
+        Ok(RawRanking {
+            plays,
+            ranked,
+            evaluator,
+            plies,
+        })
     }
 
     /// [`super::rollout::rollout`] with this engine's evaluators.
