@@ -246,7 +246,8 @@ position_oneof!(
     list_legal_plays_request,
     apply_play_request,
     evaluate_request,
-    rollout_request
+    rollout_request,
+    choose_play_request
 );
 
 // ------------------------------------------------------------------ dice, moves
