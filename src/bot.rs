@@ -59,37 +59,24 @@ pub struct LevelSpec {
     pub plies: u8,
 }
 
+/// A level's definition: its noise in Portes, Plakoto and Fevga, and its depth.
+const fn spec(portes: f32, plakoto: f32, fevga: f32, plies: u8) -> LevelSpec {
+    LevelSpec {
+        noise: [portes, plakoto, fevga],
+        plies,
+    }
+}
+
 /// The levels' definitions, in [`Level::ALL`]'s order (docs/strength.md, "Skill
 /// levels", gives them with their measurements).
 const SPECS: [LevelSpec; 7] = [
-    LevelSpec {
-        noise: [0.140, 0.140, 0.140],
-        plies: 0,
-    },
-    LevelSpec {
-        noise: [0.095, 0.095, 0.095],
-        plies: 0,
-    },
-    LevelSpec {
-        noise: [0.062, 0.062, 0.062],
-        plies: 0,
-    },
-    LevelSpec {
-        noise: [0.040, 0.040, 0.040],
-        plies: 0,
-    },
-    LevelSpec {
-        noise: [0.027, 0.027, 0.027],
-        plies: 0,
-    },
-    LevelSpec {
-        noise: [0.014, 0.014, 0.014],
-        plies: 0,
-    },
-    LevelSpec {
-        noise: [0.0, 0.0, 0.0],
-        plies: crate::eval::MAX_PLIES,
-    },
+    spec(0.098, 0.110, 0.093, 0),
+    spec(0.074, 0.081, 0.064, 0),
+    spec(0.055, 0.057, 0.044, 0),
+    spec(0.041, 0.040, 0.030, 0),
+    spec(0.030, 0.028, 0.022, 0),
+    spec(0.019, 0.018, 0.014, 0),
+    spec(0.0, 0.0, 0.0, crate::eval::MAX_PLIES),
 ];
 
 impl Level {

@@ -125,7 +125,8 @@ struct ServeArgs {
     /// reflection excluded). A permit is taken once the request body has arrived.
     #[arg(long, env = "TAVLI_CONCURRENCY_LIMIT", default_value_t = defaults().concurrency_limit)]
     concurrency_limit: usize,
-    /// Deepest Evaluate search accepted (0..=2).
+    /// Deepest Evaluate search accepted (0..=2); ChoosePlay's levels search at most
+    /// this deep.
     #[arg(long, env = "TAVLI_MAX_PLIES", default_value_t = MAX_PLIES,
           value_parser = clap::value_parser!(u8).range(0..=MAX_PLIES as i64))]
     max_plies: u8,
@@ -188,8 +189,8 @@ struct ServeArgs {
     /// Health Watch and reflection streams open at once.
     #[arg(long, env = "TAVLI_STREAMING_LIMIT", default_value_t = defaults().streaming_limit)]
     streaming_limit: usize,
-    /// Deep searches (Evaluate at 1 ply or more) running at once [default: the number
-    /// of CPUs].
+    /// Deep searches (Evaluate at 1 ply or more, ChoosePlay's best level) running at
+    /// once [default: the number of CPUs].
     #[arg(long, env = "TAVLI_DEEP_SEARCH_LIMIT")]
     deep_search_limit: Option<usize>,
     /// Deep searches waiting for a slot; a search that cannot be expected to finish

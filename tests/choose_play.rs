@@ -15,10 +15,9 @@ use tavli_engine::service::pb::{self, choose_play_request as cp};
 use tavli_engine::service::ServerConfig;
 use tonic::transport::Channel;
 use tonic::Code;
-use tonic_types::StatusExt;
 
 mod common;
-use common::{TestServer, PORTES_START};
+use common::{assert_invalid, TestServer, PORTES_START};
 
 /// A server with the engine's evaluator, searching at most `max_plies` deep.
 async fn server(max_plies: u8) -> TestServer {
@@ -277,20 +276,6 @@ async fn inputs_a_match_a_finished_game_and_the_servers_depth() {
     server.shutdown().await.unwrap();
 }
 
-/// Asserts an INVALID_ARGUMENT naming exactly `field`.
-#[track_caller]
-fn assert_invalid(status: &tonic::Status, field: &str) {
-    assert_eq!(status.code(), Code::InvalidArgument, "{status:?}");
-    let br = status.get_details_bad_request().expect("BadRequest");
-    assert_eq!(br.field_violations.len(), 1, "{br:?}");
-    assert_eq!(br.field_violations[0].field, field, "{status:?}");
-    assert!(
-        status.message().starts_with(&format!("{field}: ")),
-        "{:?} does not name {field}",
-        status.message()
-    );
-}
-
 /// Bad input is INVALID_ARGUMENT naming its field: the position, the dice, the level
 /// (unset or unknown), and a match that is not going on.
 #[tokio::test]
@@ -304,6 +289,10 @@ async fn bad_input_names_its_field() {
         score_white: w,
         score_black: b,
         ..Default::default()
+    };
+    let with_match = |m: pb::MatchState| pb::ChoosePlayRequest {
+        match_state: Some(m),
+        ..good.clone()
     };
     let cases: Vec<(&str, pb::ChoosePlayRequest)> = vec![
         (
@@ -348,56 +337,29 @@ async fn bad_input_names_its_field() {
                 ..good.clone()
             },
         ),
-        (
-            "match_state.length",
-            pb::ChoosePlayRequest {
-                match_state: Some(ms(0, 0, 0)),
-                ..good.clone()
-            },
-        ),
-        (
-            "match_state.score_white",
-            pb::ChoosePlayRequest {
-                match_state: Some(ms(3, 3, 0)),
-                ..good.clone()
-            },
-        ),
-        (
-            "match_state.score_black",
-            pb::ChoosePlayRequest {
-                match_state: Some(ms(5, 1, 6)),
-                ..good.clone()
-            },
-        ),
+        ("match_state.length", with_match(ms(0, 0, 0))),
+        ("match_state.score_white", with_match(ms(3, 3, 0))),
+        ("match_state.score_black", with_match(ms(5, 1, 6))),
         (
             "match_state.winner",
-            pb::ChoosePlayRequest {
-                match_state: Some(pb::MatchState {
-                    winner: pb::Side::Black as i32,
-                    ..ms(5, 1, 2)
-                }),
-                ..good.clone()
-            },
+            with_match(pb::MatchState {
+                winner: pb::Side::Black as i32,
+                ..ms(5, 1, 2)
+            }),
         ),
         (
             "match_state.match_over",
-            pb::ChoosePlayRequest {
-                match_state: Some(pb::MatchState {
-                    match_over: true,
-                    ..ms(5, 1, 2)
-                }),
-                ..good.clone()
-            },
+            with_match(pb::MatchState {
+                match_over: true,
+                ..ms(5, 1, 2)
+            }),
         ),
         (
             "match_state.variant",
-            pb::ChoosePlayRequest {
-                match_state: Some(pb::MatchState {
-                    variant: pb::Variant::Fevga as i32,
-                    ..ms(5, 1, 2)
-                }),
-                ..good.clone()
-            },
+            with_match(pb::MatchState {
+                variant: pb::Variant::Fevga as i32,
+                ..ms(5, 1, 2)
+            }),
         ),
     ];
     for (field, req) in cases {

@@ -74,6 +74,10 @@ struct Args {
     /// Abandon a game after this many turns (counted 0).
     #[arg(long, default_value_t = 3000)]
     max_turns: u32,
+    /// Also print the luck-adjusted points per game (the luck of every roll by the
+    /// committed net at 0 ply: 21 rankings a turn).
+    #[arg(long)]
+    luck: bool,
 }
 
 fn main() {
@@ -132,6 +136,7 @@ fn run(args: &Args) -> Result<(), String> {
             threads: args.threads,
             analysis_plies: args.analysis_plies,
             max_turns: args.max_turns,
+            luck: args.luck,
         };
         let opponent = bot(
             variant,
@@ -203,7 +208,8 @@ fn run(args: &Args) -> Result<(), String> {
             let r = measure(&cfg, &player, &opponent, &engine)?;
             let a = &r.analysed;
             let rating = a.rating();
-            let diff = previous.as_ref().map(|p| paired_difference(p, &r));
+            let diffs = previous.as_ref().map(|p| paired_difference(p, &r));
+            let diff = diffs.map(|d| d.0);
             let ok_rating = if rating == level.rating() { "" } else { " MISS" };
             let ordered = match &diff {
                 Some(d) if d.mean - d.ci95 <= 0.0 => " MISS",
@@ -224,6 +230,18 @@ fn run(args: &Args) -> Result<(), String> {
                 diff.map_or(String::new(), |d| format!("{:+.3} ± {:.3}", d.mean, d.ci95)),
                 t0.elapsed().as_secs_f64()
             );
+            if args.luck {
+                println!(
+                    "  {:<13} luck-adjusted points/game {:+.3} ± {:.3}{}",
+                    "",
+                    r.adjusted.mean,
+                    r.adjusted.ci95,
+                    diffs.map_or(String::new(), |d| format!(
+                        ", minus level below {:+.3} ± {:.3}",
+                        d.1.mean, d.1.ci95
+                    ))
+                );
+            }
             if let Some(dir) = &args.records {
                 std::fs::create_dir_all(dir).map_err(|e| format!("{dir}: {e}"))?;
                 let path = format!("{dir}/{}-{}.txt", variant.name(), level.name());

@@ -16,7 +16,7 @@
 //!   ply with a 0-ply analysis this is the analysis's error, exactly; [`calibrate`]
 //!   searches the noise with it, since it costs no analysis).
 
-use super::strength::{play_pair, Estimate, GameLog, GameResult, MatchConfig, Player};
+use super::strength::{play_pair, search_of, Estimate, GameLog, GameResult, MatchConfig, Player};
 use crate::analysis::{analyze, AnalysisOptions, PlayerStats};
 use crate::eval::PositionEvaluator;
 use crate::record::{GameInput, MatchRecord, TurnInput};
@@ -41,6 +41,9 @@ pub struct LevelConfig {
     pub analysis_plies: u8,
     /// Turns after which a game is abandoned (counted 0).
     pub max_turns: u32,
+    /// Also the luck-adjusted points ([`crate::train::strength`]: the luck of every
+    /// roll by the bot's evaluator at 0 ply; 21 rankings a turn).
+    pub luck: bool,
 }
 
 /// One level's figures against the opponent.
@@ -52,6 +55,10 @@ pub struct LevelReport {
     pub points: Estimate,
     /// Each pair's mean points for the bot, in pair order (for paired differences).
     pub pair_points: Vec<f64>,
+    /// Luck-adjusted points per game ([`LevelConfig::luck`]; else the points).
+    pub adjusted: Estimate,
+    /// Each pair's mean luck-adjusted points, in pair order.
+    pub pair_adjusted: Vec<f64>,
     /// The analysis of the bot's side of the analysed games.
     pub analysed: PlayerStats,
     /// Games analysed.
@@ -147,7 +154,11 @@ fn play_one(
         threads: 1,
     };
     let mut logs = [GameLog::default(), GameLog::default()];
-    let results = play_pair(&mc, bot, opponent, None, i, Some(&mut logs));
+    let reference = match (cfg.luck, bot.evaluator()) {
+        (true, Some(e)) => Some(search_of(cfg.variant, &**e)),
+        _ => None,
+    };
+    let results = play_pair(&mc, bot, opponent, reference.as_ref(), i, Some(&mut logs));
     // The bot is White in the first game, Black in the second.
     let [(n1, e1), _] = logs[0].choice_errors;
     let [_, (n2, e2)] = logs[1].choice_errors;
@@ -205,6 +216,11 @@ pub fn measure(
         games: 2 * out.len() as u32,
         ..LevelReport::default()
     };
+    report.pair_adjusted = out
+        .iter()
+        .map(|p| (p.results[0].adjusted + p.results[1].adjusted) / 2.0)
+        .collect();
+    report.adjusted = Estimate::of(&report.pair_adjusted);
     for p in out {
         report
             .pair_points
@@ -222,15 +238,17 @@ pub fn measure(
 }
 
 /// The paired difference `b - a` of two levels' pair means over the pairs both
-/// played (the same dice, pair by pair), with its 95% interval.
-pub fn paired_difference(a: &LevelReport, b: &LevelReport) -> Estimate {
-    let d: Vec<f64> = a
-        .pair_points
-        .iter()
-        .zip(&b.pair_points)
-        .map(|(x, y)| y - x)
-        .collect();
-    Estimate::of(&d)
+/// played (the same dice, pair by pair), with its 95% interval: of the points, and
+/// of the luck-adjusted points.
+pub fn paired_difference(a: &LevelReport, b: &LevelReport) -> (Estimate, Estimate) {
+    let diff = |x: &[f64], y: &[f64]| {
+        let d: Vec<f64> = x.iter().zip(y).map(|(x, y)| y - x).collect();
+        Estimate::of(&d)
+    };
+    (
+        diff(&a.pair_points, &b.pair_points),
+        diff(&a.pair_adjusted, &b.pair_adjusted),
+    )
 }
 
 /// The noise (standard deviation, points) at which a bot of depth `plies` loses
@@ -330,6 +348,7 @@ mod tests {
                 threads: 2,
                 analysis_plies: 0,
                 max_turns: 3000,
+                luck: false,
             };
             let best = player(v, Level::Best, 0);
             let casual = measure(&cfg, &player(v, Level::Casual, 0), &best, &*engine).unwrap();

@@ -15,6 +15,8 @@ use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use tonic::transport::Channel;
+use tonic::{Code, Status};
+use tonic_types::StatusExt;
 
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -121,4 +123,22 @@ pub fn sample(text: &str, line_prefix: &str) -> Option<f64> {
     text.lines()
         .find(|l| l.starts_with(line_prefix) && l[line_prefix.len()..].starts_with(' '))
         .map(|l| l[line_prefix.len()..].trim().parse().unwrap())
+}
+
+/// Asserts an INVALID_ARGUMENT whose BadRequest names exactly `field` and whose
+/// message starts with it.
+#[track_caller]
+pub fn assert_invalid(status: &Status, field: &str) {
+    assert_eq!(status.code(), Code::InvalidArgument, "{status:?}");
+    let br = status
+        .get_details_bad_request()
+        .unwrap_or_else(|| panic!("no BadRequest in {status:?}"));
+    assert_eq!(br.field_violations.len(), 1, "{br:?}");
+    assert_eq!(br.field_violations[0].field, field, "{status:?}");
+    assert!(!br.field_violations[0].description.is_empty());
+    assert!(
+        status.message().starts_with(&format!("{field}: ")),
+        "message {:?} does not name {field}",
+        status.message()
+    );
 }
