@@ -17,7 +17,7 @@ use tonic::transport::Channel;
 use tonic::Code;
 
 mod common;
-use common::{assert_invalid, TestServer, PORTES_START};
+use common::{assert_invalid, sample, TestServer, PORTES_START};
 
 /// A server with the engine's evaluator, searching at most `max_plies` deep.
 async fn server(max_plies: u8) -> TestServer {
@@ -197,6 +197,9 @@ async fn a_seed_reproduces_the_answer() {
         .unwrap()
         .into_inner();
     assert_eq!(fresh, again);
+    // Counted under its own name: 30 pairs and these two.
+    let key = "grpc_server_handled_total{grpc_code=\"OK\",grpc_method=\"ChoosePlay\",grpc_service=\"tavli.v1.TavliEngine\"}";
+    assert_eq!(sample(&server.metrics_text().await, key), Some(62.0));
     server.shutdown().await.unwrap();
 }
 

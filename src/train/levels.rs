@@ -101,10 +101,11 @@ pub fn game_input(variant: Variant, log: &GameLog) -> GameInput {
             }
         })
         .collect();
+    // The opening roll decides who starts (R2), also in a record of several games.
     GameInput {
         variant,
-        starter: log.starter,
-        opening: None,
+        starter: None,
+        opening: Some(log.opening),
         turns,
     }
 }
@@ -306,7 +307,7 @@ mod tests {
     use super::*;
     use crate::bot::{Level, Settings};
     use crate::eval::engine::Engine;
-    use crate::train::strength::Strategy;
+    use crate::train::strength::{MatchConfig, Strategy};
     use std::sync::Arc;
 
     fn player(variant: Variant, level: Level, max_plies: u8) -> Player {
@@ -316,6 +317,29 @@ mod tests {
                 eval: crate::eval::net::load_default(variant).unwrap(),
                 settings: Settings::of(level, variant, max_plies),
             },
+        }
+    }
+
+    #[test]
+    fn records_of_several_games_replay() {
+        // Two logged games of one pair in one record: each starts by its opening roll.
+        let v = Variant::Fevga;
+        let cfg = MatchConfig {
+            variant: v,
+            pairs: 1,
+            seed: 11,
+            max_turns: 3000,
+            threads: 1,
+        };
+        let p = player(v, Level::Expert, 0);
+        let mut logs = [GameLog::default(), GameLog::default()];
+        crate::train::strength::play_pair(&cfg, &p, &p, None, 0, Some(&mut logs));
+        let games: Vec<GameInput> = logs.iter().map(|l| game_input(v, l)).collect();
+        let record = record_of(&games, ["a", "b"]).unwrap();
+        assert_eq!(record.games.len(), 2);
+        for (g, l) in record.games.iter().zip(&logs) {
+            assert_eq!(g.opening, Some(l.opening));
+            assert_eq!(g.actions.len(), l.turns.len());
         }
     }
 

@@ -235,6 +235,8 @@ pub struct GameResult {
 pub struct GameLog {
     /// Who played the first turn.
     pub starter: Option<Side>,
+    /// The opening roll that decided it, `[White's die, Black's die]` (R2).
+    pub opening: [u8; 2],
     /// Per turn: the roll, the board before it and the board after the play made,
     /// both in the mover's view (the generator's boards).
     pub turns: Vec<(Dice, Board, Board)>,
@@ -358,16 +360,17 @@ fn play_game(
     let mut dice_rng = ChaCha8Rng::seed_from_u64(dice_seed);
     let mut choice_rng = ChaCha8Rng::seed_from_u64(choice_seed);
     // R2: one die each, equal dice rolled again; the higher die starts.
-    let starter = loop {
+    let (starter, opening) = loop {
         let (w, b): (u8, u8) = (dice_rng.random_range(1..=6), dice_rng.random_range(1..=6));
         if w != b {
-            break if w > b { Side::White } else { Side::Black };
+            break (if w > b { Side::White } else { Side::Black }, [w, b]);
         }
     };
     let mut mover = starter;
     if let Some(log) = log.as_deref_mut() {
         *log = GameLog {
             starter: Some(starter),
+            opening,
             ..GameLog::default()
         };
     }
