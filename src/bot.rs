@@ -212,9 +212,7 @@ impl MatchScore {
             if s >= length {
                 return Err(RulesError::invalid(
                     format!("score_{}", side.name()),
-                    format!(
-                        "{s} points reach the match length {length}: the match is over"
-                    ),
+                    format!("{s} points reach the match length {length}: the match is over"),
                 ));
             }
         }

@@ -618,7 +618,10 @@ fn choose(a: ChooseArgs) -> Result<String, BoxError> {
         let names: Vec<_> = Level::ALL.iter().map(|l| l.name()).collect();
         format!("level: unknown {:?}: use {}", a.level, names.join(", "))
     })?;
-    let proto_name = format!("SKILL_LEVEL_{}", level.name().replace('-', "_").to_uppercase());
+    let proto_name = format!(
+        "SKILL_LEVEL_{}",
+        level.name().replace('-', "_").to_uppercase()
+    );
     let match_state = match a.match_length {
         None => None,
         Some(length) => {

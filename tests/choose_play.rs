@@ -62,9 +62,8 @@ fn request(pos: &Position, dice: Dice, level: Level, seed: Option<u64>) -> pb::C
 /// the start and two later positions whose games are not over.
 fn positions(variant: Variant) -> Vec<(Position, Dice)> {
     let mut rng = ChaCha8Rng::seed_from_u64(33);
-    let roll = |rng: &mut ChaCha8Rng| {
-        Dice::new(rng.random_range(1..=6), rng.random_range(1..=6)).unwrap()
-    };
+    let roll =
+        |rng: &mut ChaCha8Rng| Dice::new(rng.random_range(1..=6), rng.random_range(1..=6)).unwrap();
     let mut pos = Position::start(variant, Side::White);
     let mut out = vec![(pos, roll(&mut rng))];
     for ply in 1..=24 {
@@ -136,7 +135,11 @@ async fn every_level_plays_a_legal_play_valued_as_evaluate_values_it() {
                     .await
                     .unwrap()
                     .into_inner();
-                assert_eq!(applied.position.as_ref(), Some(after), "{variant} {level:?}");
+                assert_eq!(
+                    applied.position.as_ref(),
+                    Some(after),
+                    "{variant} {level:?}"
+                );
                 assert_eq!(applied.outcome, a.outcome);
                 assert_eq!(a.level, level_pb(level));
                 assert_eq!(a.noise, level.noise(variant));
@@ -258,11 +261,7 @@ async fn inputs_a_match_a_finished_game_and_the_servers_depth() {
     let o = a.outcome.unwrap();
     assert_eq!(
         (o.winner, o.points, o.reason),
-        (
-            pb::Side::White as i32,
-            2,
-            pb::OutcomeReason::Mars as i32
-        )
+        (pb::Side::White as i32, 2, pb::OutcomeReason::Mars as i32)
     );
     assert_eq!(a.play.unwrap().outcome, Some(o));
     // A finished game has no plays (R9).
@@ -379,8 +378,8 @@ async fn bad_input_names_its_field() {
 /// Fevga noise | ...`.
 #[test]
 fn the_levels_are_those_of_the_documentation() {
-    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/strength.md"))
-        .unwrap();
+    let doc =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/strength.md")).unwrap();
     let section = doc
         .split("\n## Skill levels")
         .nth(1)

@@ -16,14 +16,15 @@ use tavli_engine::eval::engine::Engine;
 use tavli_engine::eval::MAX_PLIES;
 use tavli_engine::rules::Variant;
 use tavli_engine::train::levels::{
-    calibrate, measure, paired_difference, rating_band, record_of, LevelConfig,
-    LevelReport,
+    calibrate, measure, paired_difference, rating_band, record_of, LevelConfig, LevelReport,
 };
 use tavli_engine::train::strength::{Player, Strategy};
 
 #[derive(Parser, Debug)]
-#[command(about = "The bot's skill levels: points per game against the best level and the \
-                   analysis of its own games")]
+#[command(
+    about = "The bot's skill levels: points per game against the best level and the \
+                   analysis of its own games"
+)]
 struct Args {
     /// portes, plakoto, fevga, or all.
     #[arg(long, default_value = "all")]
@@ -123,7 +124,9 @@ fn run(args: &Args) -> Result<(), String> {
             .split_once('=')
             .ok_or_else(|| format!("--noise {n:?}: LEVEL=NOISE"))?;
         let level = Level::from_name(l).ok_or_else(|| format!("unknown level {l:?}"))?;
-        let v: f32 = v.parse().map_err(|_| format!("--noise {n:?}: not a number"))?;
+        let v: f32 = v
+            .parse()
+            .map_err(|_| format!("--noise {n:?}: not a number"))?;
         noise_override.push((level, v));
     }
     let engine = Engine::load_default();
@@ -210,7 +213,11 @@ fn run(args: &Args) -> Result<(), String> {
             let rating = a.rating();
             let diffs = previous.as_ref().map(|p| paired_difference(p, &r));
             let diff = diffs.map(|d| d.0);
-            let ok_rating = if rating == level.rating() { "" } else { " MISS" };
+            let ok_rating = if rating == level.rating() {
+                ""
+            } else {
+                " MISS"
+            };
             let ordered = match &diff {
                 Some(d) if d.mean - d.ci95 <= 0.0 => " MISS",
                 _ => "",

@@ -83,15 +83,21 @@ pub trait PositionEvaluator: Send + Sync {
         let plies = opts.plies;
         let after: Vec<Position> = plays
             .iter()
-            .map(|r| r.board.to_position(pos.variant, pos.turn, pos.turn.opponent()))
+            .map(|r| {
+                r.board
+                    .to_position(pos.variant, pos.turn, pos.turn.opponent())
+            })
             .collect();
         let ranked = self
             .rank_plays(pos, dice, opts)?
             .into_iter()
             .map(|r| {
-                let i = after.iter().position(|p| *p == r.play.position).ok_or_else(|| {
-                    EvalError::Unavailable("a ranked play that is not legal".to_string())
-                })?;
+                let i = after
+                    .iter()
+                    .position(|p| *p == r.play.position)
+                    .ok_or_else(|| {
+                        EvalError::Unavailable("a ranked play that is not legal".to_string())
+                    })?;
                 Ok((i, r.probabilities, plies))
             })
             .collect::<Result<_, EvalError>>()?;

@@ -422,7 +422,14 @@ mod tests {
             (1..=24usize).fold(0u32, |m, i| m | (pins >> flip_index(v, i) & 1) << i)
         };
         let mut masks: Vec<u32> = (0..32).map(|b| 1u32 << b).collect();
-        masks.extend([0, u32::MAX, 0x0123_4567, 0x89ab_cdef, 0x0100_0002, 0x0000_1000]);
+        masks.extend([
+            0,
+            u32::MAX,
+            0x0123_4567,
+            0x89ab_cdef,
+            0x0100_0002,
+            0x0000_1000,
+        ]);
         for v in Variant::ALL {
             for &m in &masks {
                 assert_eq!(flip_bits(v, m), by_points(v, m), "{v} {m:#x}");

@@ -94,7 +94,9 @@ fn level_from_pb(v: i32) -> Result<Level, ServiceError> {
         Err(_) => {
             return Err(ServiceError::invalid(
                 "level",
-                format!("unknown skill level {v}: SKILL_LEVEL_BEGINNER (1) .. SKILL_LEVEL_BEST (7)"),
+                format!(
+                    "unknown skill level {v}: SKILL_LEVEL_BEGINNER (1) .. SKILL_LEVEL_BEST (7)"
+                ),
             ))
         }
     })

@@ -114,9 +114,14 @@ impl pb::tavli_engine_server::TavliEngine for TavliEngineService {
         }
         let plies = req.plies as u8;
         let r = self
-            .deep_search(plies, deadline, work, conn_slot, "evaluation", move |svc, token| {
-                svc.evaluate_with(&req, deadline, Some(token))
-            })
+            .deep_search(
+                plies,
+                deadline,
+                work,
+                conn_slot,
+                "evaluation",
+                move |svc, token| svc.evaluate_with(&req, deadline, Some(token)),
+            )
             .await;
         respond(r)
     }
