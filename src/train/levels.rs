@@ -110,10 +110,20 @@ pub fn game_input(variant: Variant, log: &GameLog) -> GameInput {
     }
 }
 
-/// A record of `games` with the names `[White, Black]` (the bot White in each).
-/// Errors: the record's limits ([`crate::record::MAX_GAMES`], `MAX_TURNS`).
+/// A record of `games` with the names `[White, Black]` (the bot White in each): as
+/// many of them, in order, as the record's limits hold ([`crate::record::MAX_GAMES`],
+/// [`crate::record::MAX_TURNS`]). Errors: a game the rules refuse (not expected).
 pub fn record_of(games: &[GameInput], names: [&str; 2]) -> Result<MatchRecord, String> {
-    MatchRecord::from_games(0, names.map(String::from), games).map_err(|e| e.to_string())
+    let mut turns = 0;
+    let fit = games
+        .iter()
+        .take(crate::record::MAX_GAMES)
+        .take_while(|g| {
+            turns += g.turns.len();
+            turns <= crate::record::MAX_TURNS
+        })
+        .count();
+    MatchRecord::from_games(0, names.map(String::from), &games[..fit]).map_err(|e| e.to_string())
 }
 
 /// The analysis of one game's record: the figures of `side`.
