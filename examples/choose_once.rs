@@ -1,7 +1,7 @@
 //! A fixed amount of `ChoosePlay` work beside the other handlers on the same
 //! positions, for instruction counting (`valgrind --tool=callgrind`) and timing.
 //!
-//! Usage: `choose_once MODE N`: N passes over the positions, each position once per
+//! Usage: `choose_once MODE N [FILE]`: N passes over the positions, each position once per
 //! pass, through the service's synchronous methods (no transport), the server's
 //! engine (`Engine::load_default`) and `--max-plies 0`. MODE:
 //! - `choose`: `ChoosePlay` at the best level (0 ply: the best play of the ranking,
@@ -12,7 +12,8 @@
 //! - `plays`: `ListLegalPlays` as the server writes it (`list_legal_plays_encoded`).
 //!
 //! The positions: random play from the start of each variant (seed 5, at most 40
-//! turns a game), every position whose roll has more than one legal play. It
+//! turns a game), every position whose roll has more than one legal play; or those
+//! of FILE, a Position ID and a roll per line (`portes/w/... 6-5`). It
 //! prints the time per call and a sum of the answers. Instructions per call: the
 //! count of `N = 4` minus that of `N = 2`, over twice the number of positions
 //! (docs/performance.md, "ChoosePlay").
@@ -50,12 +51,27 @@ fn positions() -> Vec<(Position, Dice)> {
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let [mode, n] = args.as_slice() else {
-        eprintln!("usage: choose_once choose|rank|evaluate|plays N");
-        std::process::exit(2);
+    let (mode, n, file) = match args.as_slice() {
+        [mode, n] => (mode, n, None),
+        [mode, n, file] => (mode, n, Some(file)),
+        _ => {
+            eprintln!("usage: choose_once choose|rank|evaluate|plays N [FILE]");
+            std::process::exit(2);
+        }
     };
     let n: usize = n.parse().expect("N: a number of passes");
-    let cases = positions();
+    let cases = match file {
+        None => positions(),
+        Some(f) => std::fs::read_to_string(f)
+            .expect("FILE: readable")
+            .lines()
+            .filter_map(|l| l.split_once(' '))
+            .map(|(p, d)| {
+                let pos = position_id::from_id(p.trim()).expect("a Position ID");
+                (pos, Dice::parse(d.trim()).expect("a roll such as 6-5"))
+            })
+            .collect(),
+    };
     let engine = Arc::new(Engine::load_default());
     let svc = TavliEngineService::new(Some(engine.clone()), 0, None);
     let id = |p: &Position| position_id::to_id(p);
