@@ -71,6 +71,7 @@ const KNOWN: &[(&str, &[&str])] = &[
             "AnalyzeGame",
             "Rollout",
             "EvaluateBatch",
+            "ChoosePlay",
         ],
     ),
     ("grpc.health.v1.Health", &["Check", "Watch", "List"]),

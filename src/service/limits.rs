@@ -110,11 +110,13 @@ impl ConnSlot {
 /// not (`OUT_OF_RANGE`, or `RESOURCE_EXHAUSTED` when it inflates past it).
 pub const SMALL_MESSAGE_BYTES: usize = 16 * 1024;
 
-/// The paths of `Evaluate` and `EvaluateBatch`, whose connection slot is a
-/// [`ConnSlot`] and whose engine permit is a [`WorkPermit`].
-const EVALUATE: [&str; 2] = [
+/// The paths of `Evaluate`, `EvaluateBatch` and `ChoosePlay`, whose connection slot
+/// is a [`ConnSlot`] and whose engine permit is a [`WorkPermit`] (their deep searches
+/// run on the blocking pool).
+const EVALUATE: [&str; 3] = [
     "/tavli.v1.TavliEngine/Evaluate",
     "/tavli.v1.TavliEngine/EvaluateBatch",
+    "/tavli.v1.TavliEngine/ChoosePlay",
 ];
 
 /// The server-streaming engine RPCs: their work goes on after the handler returns

@@ -254,11 +254,20 @@ impl PositionEvaluator for Counting {
     }
 }
 
-/// `s` is `INVALID_ARGUMENT` on `field`: the message starts with `field: ` and the
-/// BadRequest details name it.
-pub fn assert_invalid(s: &Status, field: &str) {
-    assert_eq!(s.code(), Code::InvalidArgument, "{s:?}");
-    assert!(s.message().starts_with(&format!("{field}: ")), "{s:?}");
-    let br = s.get_details_bad_request().expect("BadRequest details");
-    assert_eq!(br.field_violations[0].field, field);
+/// Asserts an INVALID_ARGUMENT whose BadRequest names exactly `field` and whose
+/// message starts with it.
+#[track_caller]
+pub fn assert_invalid(status: &Status, field: &str) {
+    assert_eq!(status.code(), Code::InvalidArgument, "{status:?}");
+    let br = status
+        .get_details_bad_request()
+        .unwrap_or_else(|| panic!("no BadRequest in {status:?}"));
+    assert_eq!(br.field_violations.len(), 1, "{br:?}");
+    assert_eq!(br.field_violations[0].field, field, "{status:?}");
+    assert!(!br.field_violations[0].description.is_empty());
+    assert!(
+        status.message().starts_with(&format!("{field}: ")),
+        "message {:?} does not name {field}",
+        status.message()
+    );
 }
