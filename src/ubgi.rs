@@ -248,8 +248,8 @@ impl Session {
                 },
                 _ => error("bad_argument", "dice: two dice 1..6, e.g. dice 6 5"),
             },
-            "go" => self.go(&words, engine, running),
-            "eval" => self.eval(&words, engine, running),
+            "go" => self.go(&words, engine, running).unwrap_or_else(|e| e),
+            "eval" => self.eval(&words, engine, running).unwrap_or_else(|e| e),
             other => error("unknown_command", other),
         }
     }
@@ -436,19 +436,17 @@ impl Session {
     }
 
     /// `go`: the best play of the position with the dice, at the depth asked; when
-    /// the deadline or `stop` ends a deeper search, the 0-ply choice.
+    /// the deadline or `stop` ends a deeper search, the 0-ply choice. `Err`: the
+    /// error reply.
     fn go(
         &mut self,
         words: &[&str],
         engine: &mut dyn FnMut() -> Arc<dyn PositionEvaluator>,
         running: &Arc<Mutex<Option<CancelToken>>>,
-    ) -> Next {
-        let (plies, deadline, pos) = match self.search_context(words) {
-            Ok(c) => c,
-            Err(e) => return e,
-        };
+    ) -> Result<Next, Next> {
+        let (plies, deadline, pos) = self.search_context(words)?;
         let Some(dice) = self.dice else {
-            return error("missing_context", "dice: send dice <d1> <d2> first");
+            return Err(error("missing_context", "dice: send dice <d1> <d2> first"));
         };
         let engine = engine();
         // A forced play needs no deeper search.
@@ -459,41 +457,35 @@ impl Session {
             |r: &Vec<_>| r.len() > 1,
             |opts| engine.rank_plays(&pos, dice, opts),
         );
-        match ranked {
-            Ok(best) => {
-                // One answer per roll, as a GUI plays it.
-                self.dice = None;
-                Next::Reply(vec![format!("bestmove {}", ubgi_move(&best[0].play, &pos))])
-            }
-            Err(e) => error("bad_argument", e),
-        }
+        let best = ranked.map_err(|e| error("bad_argument", e))?;
+        // One answer per roll, as a GUI plays it.
+        self.dice = None;
+        Ok(Next::Reply(vec![format!(
+            "bestmove {}",
+            ubgi_move(&best[0].play, &pos)
+        )]))
     }
 
     /// `eval`: the position's probabilities and cubeless equity for its side on
-    /// roll, before it rolls.
+    /// roll, before it rolls. `Err`: the error reply.
     fn eval(
         &self,
         words: &[&str],
         engine: &mut dyn FnMut() -> Arc<dyn PositionEvaluator>,
         running: &Arc<Mutex<Option<CancelToken>>>,
-    ) -> Next {
-        let (plies, deadline, pos) = match self.search_context(words) {
-            Ok(c) => c,
-            Err(e) => return e,
-        };
+    ) -> Result<Next, Next> {
+        let (plies, deadline, pos) = self.search_context(words)?;
         let engine = engine();
-        let e = match deepened(
+        let e = deepened(
             plies,
             deadline,
             running,
             |_| true,
             |opts| engine.evaluate(&pos, opts),
-        ) {
-            Ok(e) => e,
-            Err(err) => return error("bad_argument", err),
-        };
+        )
+        .map_err(|err| error("bad_argument", err))?;
         let p = e.probabilities;
-        Next::Reply(vec![format!(
+        Ok(Next::Reply(vec![format!(
             "eval eq {:.6} pwin {:.6} pgammon {:.6} pbg 0 plose {:.6} plgammon {:.6} pdraw {:.6}",
             e.equity,
             p.win,
@@ -501,7 +493,7 @@ impl Session {
             p.lose(),
             p.lose_mars,
             p.draw
-        )])
+        )]))
     }
 }
 

@@ -126,24 +126,14 @@ fn write_game(out: &mut String, g: &GameRecord) {
             let sz = if winner == Side::White {
                 // The right player resigned.
                 format!("{}      {text}\n", if flip { "\n" } else { "" })
-            } else if odd {
-                format!(
-                    "{}{text}\n",
-                    if flip {
-                        " "
-                    } else {
-                        "                        "
-                    }
-                )
             } else {
-                format!(
-                    "{}{text}\n",
-                    if flip {
-                        " "
-                    } else {
-                        "                                  "
-                    }
-                )
+                // The left player resigned: in the right column, or after the roll.
+                let pad = match (flip, odd) {
+                    (true, _) => 1,
+                    (false, true) => 24,
+                    (false, false) => 34,
+                };
+                format!("{}{text}\n", " ".repeat(pad))
             };
             out.push_str(&sz);
             out.push('\n');

@@ -11,7 +11,7 @@ use super::limits::{name_deadline, Deadline};
 use super::pb;
 use crate::analysis::{self, AnalysisOptions, Event, LuckMark, PlayerStats, RolloutCheck};
 use crate::eval::{CancelToken, PositionEvaluator};
-use crate::record::{GameInput, MatchRecord, RecordError, TurnInput, MAX_GAMES};
+use crate::record::{check_size, GameInput, MatchRecord, RecordError, TurnInput};
 use crate::rules::Side;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -75,15 +75,9 @@ fn structured_record(m: &pb::MatchRecord) -> Result<MatchRecord, ServiceError> {
         player_name(&m.white_player, "white", "structured.white_player")?,
         player_name(&m.black_player, "black", "structured.black_player")?,
     ];
-    if m.games.len() > MAX_GAMES {
-        return Err(ServiceError::invalid(
-            "structured.games",
-            format!(
-                "the record has {} games; at most {MAX_GAMES} per record",
-                m.games.len()
-            ),
-        ));
-    }
+    // The games' count before any work; the turns' count once they are read.
+    check_size(m.games.len(), 0)
+        .map_err(|e| ServiceError::invalid("structured.games", e.message))?;
     let mut games = Vec::with_capacity(m.games.len());
     for (gi, g) in m.games.iter().enumerate() {
         let f = |s: &str| format!("structured.games[{gi}].{s}");

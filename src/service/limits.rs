@@ -837,6 +837,15 @@ impl DeepPermit {
 
 struct Waiting<'a>(&'a AtomicUsize);
 
+/// The first step of an admission ([`DeepSearchLimit::enter`]).
+enum Entry<'a> {
+    /// A slot was free: the search may start.
+    Now(DeepPermit),
+    /// No slot free: the request's place in the queue (held until dropped) and how
+    /// many were waiting before it.
+    Queued(Waiting<'a>, usize),
+}
+
 impl Drop for Waiting<'_> {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::Relaxed);
@@ -844,6 +853,34 @@ impl Drop for Waiting<'_> {
 }
 
 impl DeepSearchLimit {
+    /// The permit of a search of `plies` starting now on slot `p`.
+    fn permit(self: &Arc<Self>, p: OwnedSemaphorePermit, plies: u8) -> DeepPermit {
+        DeepPermit {
+            _permit: p,
+            limit: self.clone(),
+            plies,
+            start: Instant::now(),
+        }
+    }
+
+    /// The first step of every admission: a free slot is taken at once; otherwise the
+    /// request joins the queue, or is refused (`RESOURCE_EXHAUSTED`) when the queue
+    /// is full.
+    fn enter(self: &Arc<Self>, plies: u8) -> Result<Entry<'_>, ServiceError> {
+        if let Ok(p) = self.permits.clone().try_acquire_owned() {
+            return Ok(Entry::Now(self.permit(p, plies)));
+        }
+        let waiting = self.waiting.fetch_add(1, Ordering::Relaxed);
+        let place = Waiting(&self.waiting);
+        if waiting >= self.queue {
+            return Err(ServiceError::ResourceExhausted(format!(
+                "server busy: {} deep searches running and {waiting} waiting; retry later",
+                self.limit
+            )));
+        }
+        Ok(Entry::Queued(place, waiting))
+    }
+
     /// A limit of `limit` searches at once (at least 1) and `queue` waiting.
     pub fn new(limit: usize, queue: usize) -> Arc<DeepSearchLimit> {
         Arc::new(DeepSearchLimit {
@@ -894,23 +931,11 @@ impl DeepSearchLimit {
         self: &Arc<Self>,
         deadline: Option<Instant>,
     ) -> Result<DeepPermit, ServiceError> {
-        let permit = |p| DeepPermit {
-            _permit: p,
-            limit: self.clone(),
-            plies: 0,
-            start: Instant::now(),
+        let permit = |p| self.permit(p, 0);
+        let _place = match self.enter(0)? {
+            Entry::Now(p) => return Ok(p),
+            Entry::Queued(place, _) => place,
         };
-        if let Ok(p) = self.permits.clone().try_acquire_owned() {
-            return Ok(permit(p));
-        }
-        let waiting = self.waiting.fetch_add(1, Ordering::Relaxed);
-        let _waiting = Waiting(&self.waiting);
-        if waiting >= self.queue {
-            return Err(ServiceError::ResourceExhausted(format!(
-                "server busy: {} deep searches running and {waiting} waiting; retry later",
-                self.limit
-            )));
-        }
         let latest = Instant::now() + Self::STREAM_WAIT;
         let until = deadline.map_or(latest, |d| d.min(latest));
         match tokio::time::timeout_at(until.into(), self.permits.clone().acquire_owned()).await {
@@ -933,23 +958,11 @@ impl DeepSearchLimit {
         plies: u8,
         deadline: Option<Instant>,
     ) -> Result<DeepPermit, ServiceError> {
-        let permit = |p| DeepPermit {
-            _permit: p,
-            limit: self.clone(),
-            plies,
-            start: Instant::now(),
+        let permit = |p| self.permit(p, plies);
+        let (_place, waiting) = match self.enter(plies)? {
+            Entry::Now(p) => return Ok(p),
+            Entry::Queued(place, waiting) => (place, waiting),
         };
-        if let Ok(p) = self.permits.clone().try_acquire_owned() {
-            return Ok(permit(p));
-        }
-        let waiting = self.waiting.fetch_add(1, Ordering::Relaxed);
-        let _waiting = Waiting(&self.waiting);
-        if waiting >= self.queue {
-            return Err(ServiceError::ResourceExhausted(format!(
-                "server busy: {} deep searches running and {waiting} waiting; retry later",
-                self.limit
-            )));
-        }
         let mean = self.mean(plies);
         // Before this one starts: the running searches, then those waiting, `limit` at
         // a time.
