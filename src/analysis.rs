@@ -211,6 +211,7 @@ impl AnalysisOptions {
             plies,
             deadline: self.deadline,
             cancel: self.cancel.clone(),
+            measure: None,
         }
     }
 

@@ -1474,6 +1474,7 @@ impl PositionEvaluator for EndlessEvaluator {
             plies: 0,
             deadline: stop.deadline,
             cancel: stop.cancel.cloned(),
+            measure: None,
         };
         self.evaluate(pos, opts)?;
         unreachable!("evaluate returns only when stopped")

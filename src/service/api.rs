@@ -329,6 +329,7 @@ impl TavliEngineService {
             plies,
             deadline,
             cancel,
+            measure: None,
         };
         let eval = evaluator.evaluate(&pos, opts.clone()).at("position")?;
         if let Some(m) = &self.metrics {
