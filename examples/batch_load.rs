@@ -7,7 +7,7 @@
 //! ```
 //!
 //! Starts the server (the engine's evaluator, default limits but a message limit of
-//! 8 MiB, for the answers with dice) in this process on
+//! 8 MiB, for the answers with dice, and no connection age) in this process on
 //! `--addr` (loopback), builds 1,000 positions of seeded random-play games (Portes,
 //! Plakoto and Fevga), then, in each round and in this order: one `EvaluateBatch` of
 //! the 1,000 at 0 ply; the same 1,000 as single `Evaluate` calls one after another
@@ -86,6 +86,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         // 1,000 answers with their ranked plays are about 4.5 MB, over the default
         // 4 MiB (the default connection buffer is 16 MiB, room for it).
         max_message_bytes: 8 << 20,
+        // One connection measured for the whole run: no GOAWAY at an age, which
+        // would cost a reconnection, and make tonic fail a call sent as it arrives
+        // (CANCELLED; docs/deploy.md, "Connection age").
+        max_connection_age: None,
         ..ServerConfig::default()
     };
     config.validate()?;

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Instructions the server spends per call (user space, valgrind's callgrind: counts,
-# not seconds, so independent of the machine's load), for Health/Check and for the
-# ListLegalPlays bodies of scripts/load/corpus.py, sent by h2load as scripts/load.sh
-# sends them (-c 4 -m 16). One server under callgrind; before each phase its counters
+# not seconds, so independent of the machine's load), for Health/Check, for the
+# ListLegalPlays bodies and for the ChoosePlay bodies (the best level; the server runs
+# with --max-plies 0 as load.sh's does, so at 0 ply) of scripts/load/corpus.py, sent by
+# h2load as scripts/load.sh sends them (-c 4 -m 16). One server under callgrind; before each phase its counters
 # are zeroed and after it dumped (callgrind_control), so start-up is not counted.
 #
 #   scripts/callgrind-calls.sh [--bin PATH] [--detail full|compact] [--repeat N]
@@ -11,7 +12,8 @@
 #   --bin     the server (default target/release/tavli-engine; build it first)
 #   --detail  the ListLegalPlays bodies' detail (default compact)
 #   --repeat  calls per ListLegalPlays body (default 100: 3,600 calls for the 36
-#             bodies) and Health/Check calls = the same total
+#             bodies); Health/Check calls and ChoosePlay calls (spread over its 12
+#             bodies) = the same total
 #   --port    the gRPC port (default 52010; the metrics port is PORT+1)
 #
 # Prints instructions per call of each phase and their ratio. Profiles are kept in
@@ -40,7 +42,7 @@ MPORT=$((PORT + 1))
 python3 "$ROOT/scripts/load/corpus.py" --bin "$BIN" --out "$OUT/corpus" --seed 2026 \
   --detail "$DETAIL" >/dev/null 2>&1
 
-RUST_LOG=warn TAVLI_GRPC_ADDR=127.0.0.1:$PORT TAVLI_METRICS_ADDR=127.0.0.1:$MPORT \
+RUST_LOG=warn TAVLI_GRPC_ADDR=127.0.0.1:$PORT TAVLI_METRICS_ADDR=127.0.0.1:$MPORT TAVLI_MAX_PLIES=0 \
   valgrind --tool=callgrind --callgrind-out-file="$OUT/callgrind.out.%p" "$BIN" \
   >"$OUT/server.log" 2>&1 &
 SERVER=$!
@@ -59,22 +61,26 @@ send() { # body path n
     || { echo "callgrind-calls.sh: h2load failed on $1" >&2; exit 2; }
 }
 llp=("$OUT"/corpus/llp-*.bin)
+choose=("$OUT"/corpus/choose-*.bin)
 total=$((REPEAT * ${#llp[@]}))
+per_choose=$((total / ${#choose[@]}))
 # Warm-up: every body once, so that lazy set-up is not in the phases.
 send "$OUT/corpus/health.bin" /grpc.health.v1.Health/Check 64
 for b in "${llp[@]}"; do send "$b" /tavli.v1.TavliEngine/ListLegalPlays 4; done
+for b in "${choose[@]}"; do send "$b" /tavli.v1.TavliEngine/ChoosePlay 4; done
 
 phase() { # name
   callgrind_control -z $SERVER >/dev/null 2>&1
-  if [[ $1 == health ]]; then
-    send "$OUT/corpus/health.bin" /grpc.health.v1.Health/Check "$total"
-  else
-    for b in "${llp[@]}"; do send "$b" /tavli.v1.TavliEngine/ListLegalPlays "$REPEAT"; done
-  fi
+  case $1 in
+    health) send "$OUT/corpus/health.bin" /grpc.health.v1.Health/Check "$total" ;;
+    llp) for b in "${llp[@]}"; do send "$b" /tavli.v1.TavliEngine/ListLegalPlays "$REPEAT"; done ;;
+    choose) for b in "${choose[@]}"; do send "$b" /tavli.v1.TavliEngine/ChoosePlay "$per_choose"; done ;;
+  esac
   callgrind_control -d "$1" $SERVER >/dev/null 2>&1
 }
 phase health
 phase llp
+phase choose
 # The dumps (one file each): the total of each phase.
 ir() {
   local f
@@ -93,9 +99,13 @@ bad=$(curl -fs "http://127.0.0.1:$MPORT/metrics" | grep '^grpc_server_handled_to
 [[ -z $bad ]] || { echo "callgrind-calls.sh: calls not OK:" >&2; echo "$bad" >&2; exit 2; }
 h=$(ir health)
 l=$(ir llp)
-echo "binary $BIN ($(sha256sum "$BIN" | cut -c1-12)), detail $DETAIL, $total calls per phase"
-awk -v h="$h" -v l="$l" -v n="$total" 'BEGIN {
+c=$(ir choose)
+nc=$((per_choose * ${#choose[@]}))
+echo "binary $BIN ($(sha256sum "$BIN" | cut -c1-12)), detail $DETAIL, $total calls per phase ($nc ChoosePlay)"
+awk -v h="$h" -v l="$l" -v c="$c" -v n="$total" -v nc="$nc" 'BEGIN {
   printf "Health/Check:   %d instructions per call\n", h / n
   printf "ListLegalPlays: %d instructions per call\n", l / n
-  printf "ratio:          %.2f\n", l / h }'
+  printf "ratio:          %.2f\n", l / h
+  printf "ChoosePlay:     %d instructions per call (best level, 0 ply)\n", c / nc
+  printf "ratio:          %.2f\n", (c / nc) / (h / n) }'
 echo "profiles: $OUT"

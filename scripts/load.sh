@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Load test of the tavli-engine gRPC server (loopback only), with h2load.
 #
-#   scripts/load.sh                  # ~75 s + build: Health baseline vs ListLegalPlays, the mix
+#   scripts/load.sh                  # ~90 s + build: Health baseline vs ListLegalPlays and
+#                                    #   ChoosePlay (best level, 0 ply), the mix
 #                                    #   at saturation, then at 80 % of it (p99)
 #   scripts/load.sh --soak 600       # 10 min at saturation: zero failed calls, RSS flat
 #   scripts/load.sh --no-build --keep-logs --out /tmp/load
@@ -95,8 +96,10 @@ if ((PIN)); then
   echo "load.sh: pinned: the server on CPU 0, the driver and h2load on CPUs 1-$((NCPU - 1))"
 fi
 
-# The server, ours alone: started here, stopped by pid.
-TAVLI_GRPC_ADDR=127.0.0.1:$GRPC_PORT TAVLI_METRICS_ADDR=127.0.0.1:$METRICS_PORT \
+# The server, ours alone: started here, stopped by pid. --max-plies 0: every body
+# searches 0 ply (Evaluate's ask for it), and ChoosePlay's best level is answered at
+# 0 ply, on the async worker (its own depth, 2 plies, is a deep search).
+TAVLI_GRPC_ADDR=127.0.0.1:$GRPC_PORT TAVLI_METRICS_ADDR=127.0.0.1:$METRICS_PORT TAVLI_MAX_PLIES=0 \
   "${NICE[@]}" "${SERVER_CPUS[@]}" "$BIN" >"$OUT/server.log" 2>&1 &
 SERVER=$!
 stop_server() {

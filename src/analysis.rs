@@ -302,7 +302,8 @@ impl PlayerStats {
         self.total_luck += t.luck as f64;
     }
 
-    fn add(&mut self, o: &PlayerStats) {
+    /// Adds another player's (or game's) figures to these.
+    pub fn add(&mut self, o: &PlayerStats) {
         self.moves += o.moves;
         self.unforced += o.unforced;
         for i in 0..4 {

@@ -3,6 +3,7 @@
 //!
 //! - [`rules`]: the pure rules core (RULES.md R1–R9).
 //! - [`eval`]: position evaluation (bear-off database, neural nets, n-ply).
+//! - [`bot`]: the play of a bot opponent at a skill level (`ChoosePlay`).
 //! - [`service`]: the gRPC service `tavli.v1.TavliEngine` and its server.
 //! - [`train`]: training and strength tooling (TD(λ), baselines, matches); not used
 //!   by the server.
@@ -15,6 +16,7 @@
 
 pub mod analysis;
 pub mod board_text;
+pub mod bot;
 pub mod corpus;
 pub mod eval;
 pub mod matchequity;

@@ -6,6 +6,7 @@
 //! tavli-engine plays --position <ID> --dice 6-5  # legal plays (text, or --json)
 //! tavli-engine apply --position <ID> --dice 6-5 --play "24/18 13/11"
 //! tavli-engine eval  --position <ID> [--dice 6-5] [--plies 1]
+//! tavli-engine choose --position <ID> --dice 6-5 --level expert [--seed 7]
 //! tavli-engine rollout --position <ID> [--dice 6-5] [--plies 0] [--trials 1296]
 //! tavli-engine rollout --position <ID> --trials 46656 --replicas HOST:PORT,HOST:PORT
 //! tavli-engine start --variant plakoto
@@ -80,6 +81,8 @@ enum Command {
     Apply(ApplyArgs),
     /// Evaluate a position (and rank the plays of a roll).
     Eval(EvalArgs),
+    /// The play a bot of a skill level makes with a roll (ChoosePlay).
+    Choose(ChooseArgs),
     /// Monte Carlo rollout of a position (progress bar on stderr).
     Rollout(cli::rollout::RolloutArgs),
     /// Print the starting position of a variant.
@@ -135,7 +138,8 @@ struct ServeArgs {
     /// reflection excluded). A permit is taken once the request body has arrived.
     #[arg(long, env = "TAVLI_CONCURRENCY_LIMIT", default_value_t = defaults().concurrency_limit)]
     concurrency_limit: usize,
-    /// Deepest Evaluate search accepted (0..=2).
+    /// Deepest Evaluate search accepted (0..=2); ChoosePlay's levels search at most
+    /// this deep.
     #[arg(long, env = "TAVLI_MAX_PLIES", default_value_t = MAX_PLIES,
           value_parser = clap::value_parser!(u8).range(0..=MAX_PLIES as i64))]
     max_plies: u8,
@@ -211,11 +215,16 @@ struct ServeArgs {
     #[arg(long, env = "TAVLI_CONNECTION_CONCURRENCY_LIMIT",
           default_value_t = defaults().connection_concurrency_limit)]
     connection_concurrency_limit: usize,
-    /// Health Watch and reflection streams open at once.
+    /// Reflection streams open at once.
     #[arg(long, env = "TAVLI_STREAMING_LIMIT", default_value_t = defaults().streaming_limit)]
     streaming_limit: usize,
-    /// Deep searches (Evaluate at 1 ply or more) running at once [default: the number
-    /// of CPUs].
+    /// Health Watch streams of one connection open at once (a client that follows
+    /// the service config keeps one per connection).
+    #[arg(long, env = "TAVLI_CONNECTION_WATCH_LIMIT",
+          default_value_t = defaults().connection_watch_limit)]
+    connection_watch_limit: usize,
+    /// Deep searches (Evaluate at 1 ply or more, ChoosePlay's best level) running at
+    /// once [default: the number of CPUs].
     #[arg(long, env = "TAVLI_DEEP_SEARCH_LIMIT")]
     deep_search_limit: Option<usize>,
     /// Deep searches waiting for a slot; a search that cannot be expected to finish
@@ -379,6 +388,33 @@ struct EvalArgs {
 }
 
 #[derive(Args, Debug)]
+struct ChooseArgs {
+    #[command(flatten)]
+    pos: PositionArg,
+    /// The roll: 6-5, 65 or 6,5.
+    #[arg(long, short)]
+    dice: String,
+    /// The skill level: beginner, casual, intermediate, advanced, expert, world-class
+    /// or best (docs/strength.md, "Skill levels").
+    #[arg(long, short, default_value = "best")]
+    level: String,
+    /// Seed of the noise; the same seed gives the same play [default: a fresh one,
+    /// printed].
+    #[arg(long)]
+    seed: Option<u64>,
+    /// The match being played: its length in points (with --score).
+    #[arg(long)]
+    match_length: Option<u32>,
+    /// The match score, White's points then Black's, e.g. 2-1 (with --match-length).
+    #[arg(long, requires = "match_length")]
+    score: Option<String>,
+    /// The deepest search of any level, as the server's --max-plies (0..=2).
+    #[arg(long, default_value_t = MAX_PLIES,
+          value_parser = clap::value_parser!(u8).range(0..=MAX_PLIES as i64))]
+    max_plies: u8,
+}
+
+#[derive(Args, Debug)]
 struct ShowArgs {
     #[command(flatten)]
     pos: PositionArg,
@@ -405,6 +441,7 @@ fn main() -> ExitCode {
         Some(Command::Plays(a)) => plays(a).and_then(emit),
         Some(Command::Apply(a)) => apply(a).and_then(emit),
         Some(Command::Eval(a)) => eval(a).and_then(emit),
+        Some(Command::Choose(a)) => choose(a).and_then(emit),
         Some(Command::Rollout(a)) => cli::rollout::run(a, || service(true)).and_then(emit),
         Some(Command::Start(a)) => start(a).and_then(emit),
         Some(Command::Show(a)) => show(a).and_then(emit),
@@ -465,6 +502,7 @@ fn serve(args: ServeArgs) -> Result<(), BoxError> {
         max_connection_buffered_bytes: args.max_connection_buffered_bytes,
         connection_concurrency_limit: args.connection_concurrency_limit,
         streaming_limit: args.streaming_limit,
+        connection_watch_limit: args.connection_watch_limit,
         deep_search_limit: args.deep_search_limit.unwrap_or_else(cpus),
         deep_search_queue: args.deep_search_queue,
         metrics_max_connections: args.metrics_max_connections,
@@ -649,6 +687,68 @@ fn eval(a: EvalArgs) -> Result<String, BoxError> {
             g.error
         )?;
     }
+    Ok(out)
+}
+
+fn choose(a: ChooseArgs) -> Result<String, BoxError> {
+    use tavli_engine::bot::Level;
+    let level = Level::from_name(&a.level).ok_or_else(|| {
+        let names: Vec<_> = Level::ALL.iter().map(|l| l.name()).collect();
+        format!("level: unknown {:?}: use {}", a.level, names.join(", "))
+    })?;
+    let proto_name = format!(
+        "SKILL_LEVEL_{}",
+        level.name().replace('-', "_").to_uppercase()
+    );
+    let match_state = match a.match_length {
+        None => None,
+        Some(length) => {
+            let (white, black) = match a.score.as_deref() {
+                None => (0, 0),
+                Some(s) => s
+                    .split_once('-')
+                    .and_then(|(w, b)| Some((w.trim().parse().ok()?, b.trim().parse().ok()?)))
+                    .ok_or_else(|| format!("score: {s:?} is not WHITE-BLACK, e.g. 2-1"))?,
+            };
+            Some(pb::MatchState {
+                length,
+                score_white: white,
+                score_black: black,
+                ..pb::MatchState::default()
+            })
+        }
+    };
+    let req = pb::ChoosePlayRequest {
+        position: Some(position_oneof!(choose_play_request, a.pos)),
+        dice: Some(dice_pb(&a.dice)?),
+        level: pb::SkillLevel::from_str_name(&proto_name).map_or(0, |l| l as i32),
+        match_state,
+        seed: a.seed,
+    };
+    let svc = TavliEngineService::new(evaluator(), a.max_plies, None);
+    let resp = svc.choose_play(&req, None)?;
+    if a.pos.json {
+        return Ok(print_json(&resp, "tavli.v1.ChoosePlayResponse"));
+    }
+    let play = resp.play.unwrap_or_default();
+    let mut out = format!("play: {}\n", play.notation);
+    writeln!(out, "position: {}", position_id(&play.position))?;
+    if let Some(o) = &resp.outcome {
+        writeln!(out, "outcome: {}", outcome_text(o))?;
+    }
+    writeln!(
+        out,
+        "equity {:+.3}  best {:+.3}  loss {:.3}  ({} level, noise {:.3}, {}, {} plies, ranked by {}, seed {})",
+        resp.equity,
+        resp.best_equity,
+        resp.equity_loss,
+        level.name(),
+        resp.noise,
+        resp.evaluator,
+        resp.plies,
+        resp.ranking,
+        resp.seed
+    )?;
     Ok(out)
 }
 

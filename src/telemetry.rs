@@ -14,7 +14,7 @@
 //! | `tavli_build_info` | gauge | `version` | always 1 |
 //! | `tavli_connections` | gauge | `listener` (`grpc`, `metrics`, `web`) | connections open |
 //! | `tavli_connections_closed_total` | counter | `listener`, `reason` (`handshake_timeout`, `idle_timeout`, `send_timeout`, `evicted`, `refused`, `tls_handshake`, `max_age`, `max_age_grace`) | connections closed by a limit (or a failed TLS handshake); `max_age`: closed after the age GOAWAY once its calls had ended, `max_age_grace`: closed at the end of the grace with calls still in flight |
-//! | `tavli_refused_total` | counter | `reason` (`concurrency`, `connection`, `streaming`, `deep_search`, `buffers`, `body_timeout`) | requests refused by a limit |
+//! | `tavli_refused_total` | counter | `reason` (`concurrency`, `connection`, `streaming`, `watches`, `deep_search`, `buffers`, `body_timeout`) | requests refused by a limit |
 //! | `tavli_buffered_bytes` | gauge | | request and response bytes held by the server |
 //! | `tavli_ready` | gauge | | 1 while `tavli.v1.TavliEngine` is `SERVING` (readiness) |
 //! | `process_*` | | | RSS, CPU seconds, open fds, start time (Linux) |
@@ -71,6 +71,7 @@ const KNOWN: &[(&str, &[&str])] = &[
             "AnalyzeGame",
             "Rollout",
             "EvaluateBatch",
+            "ChoosePlay",
         ],
     ),
     ("grpc.health.v1.Health", &["Check", "Watch", "List"]),

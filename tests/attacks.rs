@@ -197,16 +197,19 @@ async fn case3_zero_window_clients_hold_bounded_memory() {
 }
 
 /// Case 4: every connection is told its stream limit (100), and the streams that the
-/// engine's limit does not count (health Watch, reflection) have their own.
+/// engine's limit does not count have their own: health Watch streams a limit per
+/// connection (`--connection-watch-limit`), reflection streams one in all
+/// (`--streaming-limit`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn case4_streams_are_limited() {
     let _one = ONE_AT_A_TIME.lock().await;
-    let server = Server::start(bin(), &quick_args(&["--streaming-limit", "8"]), None);
+    let args = quick_args(&["--streaming-limit", "8", "--connection-watch-limit", "3"]);
+    let server = Server::start(bin(), &args, None);
     let monitor = Monitor::start(&server);
     let watch = attack::grpc_frame(&tonic_health::pb::HealthCheckRequest {
         service: String::new(),
     });
-    let mut held = open_streams(
+    let mut watches = open_streams(
         server.grpc,
         "/grpc.health.v1.Health/Watch",
         2,
@@ -216,13 +219,27 @@ async fn case4_streams_are_limited() {
     )
     .await
     .unwrap();
-    assert_eq!(held.advertised, vec![100, 100]);
-    let statuses = held.statuses(Duration::from_secs(1)).await;
+    assert_eq!(watches.advertised, vec![100, 100]);
+    let statuses = watches.statuses(Duration::from_secs(1)).await;
+    let open = statuses.iter().filter(|s| *s == "200").count();
+    let refused = statuses.iter().filter(|s| *s == "8").count();
+    assert_eq!((open, refused), (6, 34), "{statuses:?}");
+    let mut reflection = open_streams(
+        server.grpc,
+        "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo",
+        2,
+        20,
+        None,
+        None,
+    )
+    .await
+    .unwrap();
+    let statuses = reflection.statuses(Duration::from_secs(1)).await;
     let open = statuses.iter().filter(|s| *s == "200").count();
     let refused = statuses.iter().filter(|s| *s == "8").count();
     assert_eq!((open, refused), (8, 32), "{statuses:?}");
     tokio::time::sleep(Duration::from_millis(500)).await;
-    drop(held);
+    drop((watches, reflection));
     let w = monitor.stop().await;
     eprintln!("case4_streams_are_limited: {}", w.summary());
     w.assert_ok("streams");
@@ -368,6 +385,7 @@ fn case8_bad_settings_exit_2() {
         &["--max-connections", "0"],
         &["--max-concurrent-streams", "0"],
         &["--streaming-limit", "0"],
+        &["--connection-watch-limit", "0"],
         &["--deep-search-limit", "0"],
         &["--metrics-max-connections", "0"],
         &["--max-buffered-bytes", "1000"],

@@ -7,8 +7,10 @@
 //! - a request whose `content-type` is not gRPC is answered HTTP 415 (the gRPC over
 //!   HTTP/2 protocol), with `grpc-status` 3 as grpc-go sends;
 //! - health `Watch` of an unknown service sends `SERVICE_UNKNOWN` and stays open
-//!   (`health.proto`), ends when the client cancels (its stream permit comes back)
-//!   and when the server shuts down.
+//!   (`health.proto`), ends when the client cancels (its place comes back) and when
+//!   the server shuts down;
+//! - health `Watch` streams are bounded per connection, not by the streaming or the
+//!   engine limit: every health-checking client connection gets its watch.
 
 mod attack;
 mod common;
@@ -303,14 +305,14 @@ async fn requests_that_are_not_grpc_get_415() {
 }
 
 /// Health `Watch` of an unknown service: `SERVICE_UNKNOWN`, and the stream stays
-/// open (`Check` of it stays NOT_FOUND). A client that cancels it gets its stream
-/// permit back (with `--streaming-limit 2`, a new watch is served). At shutdown the
+/// open (`Check` of it stays NOT_FOUND). A client that cancels it gets its watch
+/// place back (with `--connection-watch-limit 2`, a new watch is served). At shutdown the
 /// open watches end, a known service's after its NOT_SERVING, and the server
 /// returns at once (the watches do not hold the drain).
 #[tokio::test]
 async fn watch_of_an_unknown_service_stays_open_until_cancel_or_shutdown() {
     let mut config = ServerConfig::default();
-    (config.streaming_limit, config.drain) = (2, Duration::from_secs(5));
+    (config.connection_watch_limit, config.drain) = (2, Duration::from_secs(5));
     let server = TestServer::start(config).await;
     let mut h = HealthClient::new(server.channel().await);
     let req = |s: &str| HealthCheckRequest { service: s.into() };
@@ -363,4 +365,93 @@ async fn watch_of_an_unknown_service_stays_open_until_cancel_or_shutdown() {
     assert_eq!(end.code(), tonic::Code::Unavailable, "{end:?}");
     done.await.unwrap().unwrap();
     assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
+}
+
+/// Health `Watch` streams have a limit per connection (`connection_watch_limit`)
+/// and take no permit of the streaming limit (reflection) nor of the engine's
+/// (which bounds `Rollout` streams): with both at 2, six client connections each
+/// keep a watch, as clients that follow the service config's `healthCheckConfig`
+/// do, and all get SERVING; a third watch on one connection (limit 2) is refused
+/// `RESOURCE_EXHAUSTED`. With those watches open, two `Rollout`s run and a third is
+/// refused, and a third reflection stream is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn health_watches_are_limited_per_connection_not_by_the_stream_limits() {
+    let config = ServerConfig {
+        streaming_limit: 2,
+        concurrency_limit: 2,
+        connection_watch_limit: 2,
+        evaluator: Some(Arc::new(Engine::load_default())),
+        ..ServerConfig::default()
+    };
+    let server = TestServer::start(config).await;
+    let req = || HealthCheckRequest {
+        service: "tavli.v1.TavliEngine".into(),
+    };
+    // Each its own channel: its own connection.
+    let mut watches = Vec::new();
+    for i in 0..6 {
+        let mut h = HealthClient::new(server.channel().await);
+        let mut w = h
+            .watch(req())
+            .await
+            .unwrap_or_else(|e| panic!("watch {i}: {e:?}"));
+        let first = w.get_mut().message().await.unwrap().unwrap();
+        assert_eq!(first.status, ServingStatus::Serving as i32, "watch {i}");
+        watches.push((h, w));
+    }
+    let (h, _) = &mut watches[0];
+    let _second = h.watch(req()).await.unwrap();
+    let third = h.watch(req()).await.unwrap_err();
+    assert_eq!(third.code(), tonic::Code::ResourceExhausted, "{third:?}");
+    assert_eq!(
+        third.message(),
+        "too many health watches on this connection: 2 already open; cancel one, or watch \
+         on another connection"
+    );
+
+    let mut c = server.client().await;
+    let rollout = || pb::RolloutRequest {
+        position: Some(pb::rollout_request::Position::PositionId(
+            PORTES_START.into(),
+        )),
+        trials: 40_000,
+        report_every: 1,
+        seed: 7,
+        ..Default::default()
+    };
+    let mut running = Vec::new();
+    for i in 0..2 {
+        let mut s = c.rollout(rollout()).await.unwrap().into_inner();
+        let first = s
+            .message()
+            .await
+            .unwrap_or_else(|e| panic!("rollout {i}: {e:?}"));
+        assert!(first.is_some(), "rollout {i} streams");
+        running.push(s);
+    }
+    let refused = c.rollout(rollout()).await.unwrap_err();
+    assert_eq!(
+        refused.code(),
+        tonic::Code::ResourceExhausted,
+        "{refused:?}"
+    );
+    assert_eq!(
+        refused.message(),
+        "server overloaded: 2 requests already in flight; retry later"
+    );
+
+    let reflection = "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo";
+    let mut held = attack::open_streams(server.grpc, reflection, 1, 3, None, None)
+        .await
+        .unwrap();
+    let mut statuses = held.statuses(Duration::from_secs(1)).await;
+    statuses.sort();
+    assert_eq!(statuses, ["200", "200", "8"]);
+    let text = server.metrics_text().await;
+    for (reason, n) in [("watches", 1.0), ("concurrency", 1.0), ("streaming", 1.0)] {
+        let key = format!("tavli_refused_total{{reason=\"{reason}\"}}");
+        assert_eq!(sample(&text, &key), Some(n), "{reason}");
+    }
+    drop((running, held, watches));
+    server.shutdown().await.unwrap();
 }

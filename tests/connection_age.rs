@@ -20,7 +20,11 @@ use tavli_engine::service::pb;
 use tavli_engine::service::ServerConfig;
 
 use attack::{grpc_frame, grpc_request, h2_call, h2_connect};
-use common::{call_across_ages, sample, Ranked, TestServer, PORTES_START};
+use common::{
+    call_across_ages, idle_h2_client, sample, server_still_reads, Ranked, TestServer, PORTES_START,
+};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
 
 /// At 1 ply: waits `slow`, then answers as the committed engine (the call in flight
 /// that finishes within the grace); at 2 plies: runs until cancelled and records
@@ -295,4 +299,134 @@ async fn the_drain_bounds_a_connection_in_its_grace() {
     let send = h2_connect(server.grpc, None).await.unwrap();
     assert_eq!(wait_goaway(&send, Duration::from_millis(1500)).await, None);
     server.shutdown().await.unwrap();
+}
+
+/// `tavli_connections{listener="grpc"}` once it is `want` (within `within`), else
+/// its last value.
+async fn open_connections(server: &TestServer, want: f64, within: Duration) -> f64 {
+    let give_up = Instant::now() + within;
+    loop {
+        let key = "tavli_connections{listener=\"grpc\"}";
+        let n = sample(&server.metrics_text().await, key).unwrap_or(-1.0);
+        if n == want || Instant::now() >= give_up {
+            return n;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// A server of [`server`] with connections aged `age` (grace 5 s), once the
+/// connection that saw it start is gone.
+async fn server_with_no_connection(age: f64) -> TestServer {
+    let (server, _) = server(age, 5.0, Duration::ZERO).await;
+    drop(server.channel().await);
+    let open = open_connections(&server, 0.0, Duration::from_secs(2)).await;
+    assert_eq!(open, 0.0);
+    server
+}
+
+/// The lingering close (docs/deploy.md, "Connection age"): a connection that ends
+/// after its age's GOAWAY (no call in flight) has its write side shut, and the
+/// server goes on reading what the client sends after that (a proxy that has not
+/// yet seen the end), instead of answering it with a TCP reset that loses the end
+/// of what the client had not yet read. A client that closes ends it at once; one
+/// that does not is closed on after `LINGER_TIME` (1 s): its writes then fail.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_aged_connection_lingers_until_the_client_closes_or_a_second() {
+    let server = server_with_no_connection(0.3).await;
+
+    // A client that closes once it has read the end.
+    let mut tcp = TcpStream::connect(server.grpc).await.unwrap();
+    let t = Instant::now();
+    let kinds = tokio::time::timeout(Duration::from_secs(3), idle_h2_client(&mut tcp))
+        .await
+        .expect("the connection ends at its age")
+        .unwrap();
+    let ended = t.elapsed().as_millis();
+    assert!(
+        (260..1500).contains(&ended),
+        "ended after {ended} ms (age 0.3 s ± 10 %)"
+    );
+    assert!(kinds.contains(&7), "a GOAWAY among the frames {kinds:?}");
+    server_still_reads(&mut tcp)
+        .await
+        .expect("the server still reads after the end");
+    assert_eq!(open_connections(&server, 1.0, Duration::ZERO).await, 1.0);
+    tcp.shutdown().await.unwrap();
+    let closed_at = Instant::now();
+    assert_eq!(
+        open_connections(&server, 0.0, Duration::from_secs(2)).await,
+        0.0
+    );
+    let gone = closed_at.elapsed();
+    assert!(
+        gone < Duration::from_millis(600),
+        "gone {gone:?} after the client closed: the lingering did not end with it"
+    );
+    let mut rest = Vec::new();
+    assert_eq!(tcp.read_to_end(&mut rest).await.unwrap(), 0);
+
+    // A client that never closes.
+    let mut tcp = TcpStream::connect(server.grpc).await.unwrap();
+    idle_h2_client(&mut tcp).await.unwrap();
+    let end = Instant::now();
+    server_still_reads(&mut tcp)
+        .await
+        .expect("the server still reads after the end");
+    tokio::time::sleep_until((end + Duration::from_millis(1400)).into()).await;
+    let e = server_still_reads(&mut tcp)
+        .await
+        .expect_err("closed on 1 s after the end");
+    assert!(
+        matches!(
+            e.kind(),
+            std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::BrokenPipe
+        ),
+        "{e:?}"
+    );
+    assert_eq!(
+        open_connections(&server, 0.0, Duration::from_secs(1)).await,
+        0.0
+    );
+    assert_eq!(closed(&server, "max_age", 2.0).await, 2.0);
+    server.shutdown().await.unwrap();
+}
+
+/// The drain closes connections with the same lingering close: the server still
+/// reads after the end, and returns as soon as the client has closed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_drain_lingers_too() {
+    let server = server_with_no_connection(60.0).await;
+    let mut tcp = TcpStream::connect(server.grpc).await.unwrap();
+    let client = tokio::spawn(async move {
+        let kinds = idle_h2_client(&mut tcp).await;
+        (tcp, kinds)
+    });
+    assert_eq!(
+        open_connections(&server, 1.0, Duration::from_secs(2)).await,
+        1.0
+    );
+    // Past its preface and SETTINGS.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let stopped = tokio::spawn(async move {
+        server.shutdown().await.unwrap();
+        Instant::now()
+    });
+    let (mut tcp, kinds) = tokio::time::timeout(Duration::from_secs(3), client)
+        .await
+        .expect("the drain ends the connection")
+        .unwrap();
+    let kinds = kinds.unwrap();
+    assert!(kinds.contains(&7), "a GOAWAY among the frames {kinds:?}");
+    server_still_reads(&mut tcp)
+        .await
+        .expect("the server still reads after the end");
+    tcp.shutdown().await.unwrap();
+    let closed_at = Instant::now();
+    let stopped = stopped.await.unwrap();
+    let after = stopped.saturating_duration_since(closed_at);
+    assert!(
+        after < Duration::from_millis(600),
+        "serve returned {after:?} after the client closed"
+    );
 }

@@ -20,7 +20,7 @@ use tonic::{Code, Status};
 use tonic_types::StatusExt;
 
 mod common;
-use common::{sample, TestServer, PORTES_START};
+use common::{assert_invalid, sample, TestServer, PORTES_START};
 
 // ------------------------------------------------------------------ harness
 
@@ -72,24 +72,6 @@ fn structured(p: &Position) -> pb::Position {
     s.position_id.clear();
     s.gnubg_id.clear();
     s
-}
-
-/// Asserts an INVALID_ARGUMENT whose BadRequest names exactly `field` and whose
-/// message starts with it.
-#[track_caller]
-fn assert_invalid(status: &Status, field: &str) {
-    assert_eq!(status.code(), Code::InvalidArgument, "{status:?}");
-    let br = status
-        .get_details_bad_request()
-        .unwrap_or_else(|| panic!("no BadRequest in {status:?}"));
-    assert_eq!(br.field_violations.len(), 1, "{br:?}");
-    assert_eq!(br.field_violations[0].field, field, "{status:?}");
-    assert!(!br.field_violations[0].description.is_empty());
-    assert!(
-        status.message().starts_with(&format!("{field}: ")),
-        "message {:?} does not name {field}",
-        status.message()
-    );
 }
 
 // ------------------------------------------------------------------ plays

@@ -252,6 +252,18 @@ async fn tls_client_with_the_ca_gets_answers() {
     server.shutdown().await.unwrap();
 }
 
+/// A TLS server (a certificate for `localhost` signed by `ca`) whose connections
+/// get their GOAWAY after `age_ms` (±10 %) and are closed `grace` seconds later.
+async fn aged_tls_server(ca: &TestCa, age_ms: u64, grace: f64) -> TestServer {
+    let server_pem = ca.sign(&["localhost"], true);
+    TestServer::start(ServerConfig {
+        max_connection_age: Some(Duration::from_millis(age_ms)),
+        max_connection_age_grace: Some(Duration::from_secs_f64(grace)),
+        ..tls_server_config(&server_pem, None)
+    })
+    .await
+}
+
 /// TLS and the connection age: TLS connections get their GOAWAY at the age too
 /// (counted `max_age`, closed once their calls have ended), and a TLS client calling
 /// all along reconnects (a new handshake); every call that reached the server was
@@ -259,13 +271,7 @@ async fn tls_client_with_the_ca_gets_answers() {
 #[tokio::test]
 async fn tls_connections_age_out_and_clients_reconnect() {
     let ca = TestCa::new("tavli test CA");
-    let server_pem = ca.sign(&["localhost"], true);
-    let server = TestServer::start(ServerConfig {
-        max_connection_age: Some(Duration::from_millis(400)),
-        max_connection_age_grace: Some(Duration::from_secs(1)),
-        ..tls_server_config(&server_pem, None)
-    })
-    .await;
+    let server = aged_tls_server(&ca, 400, 1.0).await;
     let tls = ClientTlsConfig::new().ca_certificate(Certificate::from_pem(ca.pem()));
     let c = TavliEngineClient::new(connect_tls(&server, tls).await.expect("TLS connect"));
     let (answered, _) = common::call_across_ages(Duration::from_millis(1500), || {
@@ -283,6 +289,55 @@ async fn tls_connections_age_out_and_clients_reconnect() {
     // 1.5 s at 0.36..0.44 s per connection: at least 3 aged out.
     assert!(server.grpc_closed("max_age", 3).await >= 3);
     assert_eq!(server.grpc_closed("max_age_grace", 0).await, 0);
+    server.shutdown().await.unwrap();
+}
+
+/// The lingering close with TLS (docs/deploy.md, "Connection age"): a connection
+/// that ends at its age sends its `close_notify` and shuts its write side, and the
+/// server still reads what the client sends after that, instead of answering it with
+/// a TCP reset; the connection is gone once the client closes.
+#[tokio::test]
+async fn tls_connections_linger_after_their_end() {
+    use tokio_rustls::rustls;
+    let ca = TestCa::new("tavli test CA");
+    let server = aged_tls_server(&ca, 300, 5.0).await;
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(ca.issuer.der().clone()).unwrap();
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    config.alpn_protocols = vec![b"h2".to_vec()];
+    let connector = tokio_rustls::TlsConnector::from(std::sync::Arc::new(config));
+    let tcp = tokio::net::TcpStream::connect(server.grpc).await.unwrap();
+    let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+    let mut tls = connector.connect(name, tcp).await.unwrap();
+    let kinds = tokio::time::timeout(Duration::from_secs(3), common::idle_h2_client(&mut tls))
+        .await
+        .expect("the connection ends at its age")
+        .unwrap();
+    assert!(kinds.contains(&7), "a GOAWAY among the frames {kinds:?}");
+    common::server_still_reads(&mut tls)
+        .await
+        .expect("the server still reads after the end");
+    tls.shutdown().await.unwrap();
+    let gauge = "tavli_connections{listener=\"grpc\"}";
+    let mut open = None;
+    for _ in 0..30 {
+        open = common::sample(&server.metrics_text().await, gauge);
+        if open == Some(0.0) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        open,
+        Some(0.0),
+        "the connection is gone once the client closed"
+    );
+    assert_eq!(server.grpc_closed("max_age", 1).await, 1);
     server.shutdown().await.unwrap();
 }
 

@@ -8,6 +8,8 @@ games, and writes one pre-encoded gRPC request body per file:
   OUT/llp-<variant>-NN.bin     ListLegalPlays  (half Position ID, half structured)
   OUT/apply-<variant>-NN.bin   ApplyPlay       (notation, or resulting Position ID)
   OUT/eval-<variant>-NN.bin    Evaluate        (plies 0, with the roll: ranked plays)
+  OUT/choose-<variant>-NN.bin  ChoosePlay      (SKILL_LEVEL_BEST, seed 1: 0 ply on a
+                                                server started with --max-plies 0)
   OUT/health.bin               grpc.health.v1.Health/Check (service "")
   OUT/manifest.tsv             kind, variant, file, position, dice, play
 
@@ -17,7 +19,7 @@ every body: load.sh sends each once before measuring and requires `OK` from
 grpc_server_handled_total.
 
 Usage: corpus.py --bin target/release/tavli-engine --out DIR [--seed 2026]
-                 [--games 3] [--llp 12] [--apply 4] [--eval 4]
+                 [--games 3] [--llp 12] [--apply 4] [--eval 4] [--choose 4]
 """
 import argparse
 import json
@@ -128,6 +130,7 @@ def main():
     ap.add_argument("--llp", type=int, default=12, help="ListLegalPlays bodies per variant")
     ap.add_argument("--apply", type=int, default=4, help="ApplyPlay bodies per variant")
     ap.add_argument("--eval", type=int, default=4, help="Evaluate bodies per variant")
+    ap.add_argument("--choose", type=int, default=4, help="ChoosePlay bodies per variant")
     ap.add_argument("--detail", choices=["full", "compact"], default="full",
                     help="ListLegalPlays detail: the default (full) or PLAY_DETAIL_COMPACT")
     a = ap.parse_args()
@@ -167,6 +170,12 @@ def main():
         for i, t in enumerate(spread(choice, a.eval, rng)):
             msg = enc_pos_oneof(t, False) + f_bytes(4, enc_dice(*t["dice"])) + f_varint(5, 0)
             write(f"eval-{variant}-{i:02d}.bin", msg, "Evaluate", variant, "position_id", t["id"], "%d-%d" % t["dice"], "plies=0")
+        for i, t in enumerate(spread(choice, a.choose, rng)):
+            # ChoosePlayRequest: position_id 2, dice 5, level 6 (7: SKILL_LEVEL_BEST),
+            # seed 8 (proto3 optional: written even when 0).
+            msg = f_str(2, t["id"]) + f_bytes(5, enc_dice(*t["dice"])) + f_varint(6, 7)
+            msg += varint(8 << 3 | 0) + varint(1)
+            write(f"choose-{variant}-{i:02d}.bin", msg, "ChoosePlay", variant, "position_id", t["id"], "%d-%d" % t["dice"], "level=best")
         n = [t["nplays"] for t in turns]
         print(f"corpus: {variant}: {a.games} games, {len(turns)} turns, "
               f"{sum(n) / len(n):.1f} legal plays per turn on average", file=sys.stderr)

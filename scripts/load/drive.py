@@ -9,8 +9,9 @@ HTTP/2 status 200 only and cannot read grpc-status in the trailers).
 Phases (default run):
   preflight   every body once; Evaluate answering UNIMPLEMENTED is reported and left
               out of the mix, any other non-OK code fails the run
-  baseline    ROUNDS alternating rounds of grpc.health.v1.Health/Check and of
-              ListLegalPlays (all variants), same h2load settings: rps and ratio
+  baseline    ROUNDS alternating rounds of grpc.health.v1.Health/Check, of
+              ListLegalPlays (all variants) and of ChoosePlay (the best level; 0 ply
+              on load.sh's server), same h2load settings: rps and ratios
   saturation  the mix (ListLegalPlays, ApplyPlay, Evaluate when it works), closed
               loop: the saturation rps
   rate80      the mix at 80 % of saturation (h2load --rps): each body of the mix at
@@ -44,6 +45,7 @@ PATHS = {
     "ListLegalPlays": f"/{ENGINE}/ListLegalPlays",
     "ApplyPlay": f"/{ENGINE}/ApplyPlay",
     "Evaluate": f"/{ENGINE}/Evaluate",
+    "ChoosePlay": f"/{ENGINE}/ChoosePlay",
     "Check": "/grpc.health.v1.Health/Check",
 }
 MIB = 1024 * 1024
@@ -222,8 +224,9 @@ def fmt(res):
 
 # --- the run --------------------------------------------------------------------
 def bodies(cfg):
-    kinds = {"ListLegalPlays": [], "ApplyPlay": [], "Evaluate": [], "Check": []}
-    prefix = {"llp-": "ListLegalPlays", "apply-": "ApplyPlay", "eval-": "Evaluate", "health": "Check"}
+    kinds = {"ListLegalPlays": [], "ApplyPlay": [], "Evaluate": [], "ChoosePlay": [], "Check": []}
+    prefix = {"llp-": "ListLegalPlays", "apply-": "ApplyPlay", "eval-": "Evaluate", "choose-": "ChoosePlay",
+              "health": "Check"}
     for name in sorted(os.listdir(cfg.corpus)):
         for p, k in prefix.items():
             if name.startswith(p) and name.endswith(".bin"):
@@ -243,14 +246,14 @@ def preflight(cfg, kinds):
             mine = {code: v for (meth, code), v in codes.items() if meth == kind}
             if mine == {"OK": 1}:
                 good.append(body)
-            elif kind == "Evaluate" and "Unimplemented" in mine:
+            elif kind in ("Evaluate", "ChoosePlay") and "Unimplemented" in mine:
                 continue
             else:
                 sys.exit(f"load: preflight: {os.path.basename(body)} ({kind}) answered {mine or codes}")
-        if kind == "Evaluate" and len(good) < len(files):
+        if kind in ("Evaluate", "ChoosePlay") and len(good) < len(files):
             if good:
-                sys.exit("load: preflight: Evaluate answered UNIMPLEMENTED for some bodies only")
-            log(f"preflight: Evaluate answers UNIMPLEMENTED (no evaluator loaded): left out of the mix")
+                sys.exit(f"load: preflight: {kind} answered UNIMPLEMENTED for some bodies only")
+            log(f"preflight: {kind} answers UNIMPLEMENTED (no evaluator loaded): left out")
         usable[kind] = good
     log(f"preflight: every body answered OK: " + ", ".join(f"{k} {len(v)}" for k, v in usable.items() if v)
         + f"  (load {load()})")
@@ -290,6 +293,8 @@ def main():
     ap.add_argument("--p99-limit-ms", type=float, default=5.0)
     ap.add_argument("--ratio-target", type=float, default=0.6,
                     help="ListLegalPlays / Health rps target (load.sh: 0.6 full, 0.75 compact)")
+    ap.add_argument("--choose-target", type=float, default=0.5,
+                    help="ChoosePlay (best level, 0 ply) / Health rps target (issue #33: 0.5)")
     ap.add_argument("--keep-logs", action="store_true")
     cfg = ap.parse_args()
     os.makedirs(cfg.out, exist_ok=True)
@@ -298,8 +303,9 @@ def main():
         f"({os.cpu_count()} cores)")
 
     kinds = preflight(cfg, bodies(cfg))
-    mix = {k: v for k, v in kinds.items() if k != "Check"}
+    mix = {k: v for k, v in kinds.items() if k not in ("Check", "ChoosePlay")}
     llp_only = {"ListLegalPlays": kinds["ListLegalPlays"]}
+    choose_only = {"ChoosePlay": kinds["ChoosePlay"]}
     health = {"Check": kinds["Check"]}
     results = []
     verdicts = []
@@ -308,7 +314,10 @@ def main():
     cal = {}
     for name, ks, w in (("warmup-health", health, {"Check": 1}),
                         ("warmup-llp", llp_only, {"ListLegalPlays": 1}),
+                        ("warmup-choose", choose_only, {"ChoosePlay": 1}),
                         ("warmup-mix", mix, weights)):
+        if not any(ks.values()):
+            continue
         r = Phase(cfg, name).run(plan_for(ks, w, max(5000, 150 * sum(len(v) for v in ks.values()))))
         cal[name] = r["rps"]
         log(fmt(r))
@@ -319,8 +328,9 @@ def main():
         return max(200, rps * secs)
 
     if not cfg.soak:
-        # Baseline: alternate Health and ListLegalPlays so that both see the same load.
-        hs, ls = [], []
+        # Baseline: alternate Health, ListLegalPlays and ChoosePlay so that all see the
+        # same load.
+        hs, ls, cs = [], [], []
         for rnd in range(cfg.rounds):
             rh = Phase(cfg, f"health-{rnd + 1}").run(plan_for(health, {"Check": 1}, sized(cal["warmup-health"], cfg.seconds * 0.6)))
             rl = Phase(cfg, f"llp-{rnd + 1}").run(plan_for(llp_only, {"ListLegalPlays": 1}, sized(cal["warmup-llp"], cfg.seconds)))
@@ -330,6 +340,12 @@ def main():
             hs.append(rh)
             ls.append(rl)
             results += [rh, rl]
+            if "warmup-choose" in cal:
+                rc = Phase(cfg, f"choose-{rnd + 1}").run(plan_for(choose_only, {"ChoosePlay": 1}, sized(cal["warmup-choose"], cfg.seconds)))
+                log(fmt(rc))
+                log(f"  round {rnd + 1}: ChoosePlay / Health = {rc['rps']:.0f} / {rh['rps']:.0f} = {rc['rps'] / rh['rps']:.3f}")
+                cs.append(rc)
+                results.append(rc)
         h_rps = sum(r["requests"] for r in hs) / sum(r["seconds"] for r in hs)
         l_rps = sum(r["requests"] for r in ls) / sum(r["seconds"] for r in ls)
         ratio = l_rps / h_rps
@@ -339,6 +355,13 @@ def main():
         log(f"baseline: Health/Check {h_rps:.0f} rps, ListLegalPlays {l_rps:.0f} rps, ratio {ratio:.3f} "
             f"(target >= {cfg.ratio_target}); server CPU per call {cpu(hs)} vs {cpu(ls)}")
         verdicts.append((f"ListLegalPlays rps >= {cfg.ratio_target:.0%} of Health/Check", ratio >= cfg.ratio_target, f"{ratio:.3f}"))
+        if cs:
+            c_rps = sum(r["requests"] for r in cs) / sum(r["seconds"] for r in cs)
+            c_ratio = c_rps / h_rps
+            log(f"baseline: ChoosePlay (best level) {c_rps:.0f} rps, ratio to Health/Check {c_ratio:.3f} "
+                f"(target >= {cfg.choose_target}); server CPU per call {cpu(cs)}")
+            verdicts.append((f"ChoosePlay rps >= {cfg.choose_target:.0%} of Health/Check", c_ratio >= cfg.choose_target,
+                             f"{c_ratio:.3f}"))
 
         sat = Phase(cfg, "saturation-mix").run(plan_for(mix, weights, sized(cal["warmup-mix"], cfg.seconds * 2)))
         log(fmt(sat))

@@ -15,10 +15,10 @@ use super::sanity::outcome_for_turn;
 use super::search::{game_over_probabilities, with_scratch, MoveFilter, Search, Searcher};
 use super::{
     EvalError, EvalOptions, Evaluation, Evaluator, PositionEvaluator, Probabilities, RankedPlay,
-    StopWhen, MAX_PLIES,
+    RawRanking, StopWhen, MAX_PLIES,
 };
 use crate::rules::board::Board;
-use crate::rules::movegen::{generate, PlayResult};
+use crate::rules::movegen::{generate, PlayResult, RawPlay};
 use crate::rules::play::to_play;
 use crate::rules::{Dice, Position, Variant};
 use std::sync::Arc;
@@ -144,6 +144,29 @@ impl Engine {
     }
 }
 
+/// A ranking of the engine: the mover's board, the plays as generated, and
+/// `(index, probabilities, plies)` best first.
+type Ranked = (Board, Vec<RawPlay>, Vec<(usize, Probabilities, u8)>);
+
+impl Engine {
+    /// Every legal play of `pos` with `dice`, generated and ranked (the work of both
+    /// `rank_plays` and `rank_raw_plays`).
+    fn ranked_raw(
+        &self,
+        pos: &Position,
+        dice: Dice,
+        opts: EvalOptions,
+    ) -> Result<Ranked, EvalError> {
+        pos.validate_playable()?;
+        let board = Board::from_position(pos, pos.turn);
+        let mut plays = Vec::with_capacity(64);
+        generate(pos.variant, &board, dice, &mut plays);
+        let mut ranked = Vec::with_capacity(plays.len());
+        self.rank_raw(pos.variant, &plays, opts, &mut ranked)?;
+        Ok((board, plays, ranked))
+    }
+}
+
 fn evaluation(p: Probabilities, evaluator: String, plies: u8) -> Evaluation {
     Evaluation {
         probabilities: p,
@@ -181,12 +204,7 @@ impl PositionEvaluator for Engine {
         dice: Dice,
         opts: EvalOptions,
     ) -> Result<Vec<RankedPlay>, EvalError> {
-        pos.validate_playable()?;
-        let board = Board::from_position(pos, pos.turn);
-        let mut plays = Vec::with_capacity(64);
-        generate(pos.variant, &board, dice, &mut plays);
-        let mut ranked = Vec::with_capacity(plays.len());
-        self.rank_raw(pos.variant, &plays, opts, &mut ranked)?;
+        let (_, plays, ranked) = self.ranked_raw(pos, dice, opts)?;
         Ok(ranked
             .into_iter()
             .map(|(i, p, plies)| RankedPlay {
@@ -196,6 +214,38 @@ impl PositionEvaluator for Engine {
                 plies,
             })
             .collect())
+    }
+
+    /// The ranking of [`PositionEvaluator::rank_plays`] without converting the plays,
+    /// with the evaluator that answered (a contact position of a variant without a
+    /// static evaluator is [`EvalError::Unavailable`], as for `evaluate`).
+    fn rank_raw_plays(
+        &self,
+        pos: &Position,
+        dice: Dice,
+        opts: EvalOptions,
+    ) -> Result<RawRanking, EvalError> {
+        let plies = opts.plies.min(MAX_PLIES);
+        let (board, plays, ranked) = self.ranked_raw(pos, dice, opts)?;
+        let (evaluator, plies) = if is_no_contact_bearoff(pos.variant, &board) {
+            ("bearoff-exact".to_string(), 0)
+        } else {
+            match self.static_evaluator(pos.variant) {
+                Some(e) => (e.name(pos.variant), plies),
+                None => {
+                    return Err(EvalError::Unavailable(format!(
+                        "no static evaluator for {} contact positions",
+                        pos.variant
+                    )))
+                }
+            }
+        };
+        Ok(RawRanking {
+            plays,
+            ranked,
+            evaluator,
+            plies,
+        })
     }
 
     /// [`super::rollout::rollout`] with this engine's evaluators.

@@ -72,6 +72,20 @@ pub fn flip_index(variant: Variant, i: usize) -> usize {
     }
 }
 
+/// Bits 1..=24 of a pin mask moved as [`flip_index`] moves the points (bit `i` to
+/// bit `flip_index(variant, i)`); the other bits are dropped. Portes and Plakoto
+/// reverse the points: `reverse_bits` takes bit `i` to `31 - i`, and 6 to the right
+/// makes it `25 - i`. Fevga swaps the halves 1..=12 and 13..=24.
+#[inline]
+fn flip_bits(variant: Variant, pins: u32) -> u32 {
+    const POINTS: u32 = 0x01ff_fffe; // bits 1..=24
+    const LOW: u32 = 0x1ffe; // bits 1..=12
+    match variant {
+        Variant::Fevga => (pins & LOW) << 12 | (pins >> 12) & LOW,
+        _ => (pins.reverse_bits() >> 6) & POINTS,
+    }
+}
+
 impl Board {
     /// No checkers anywhere: the start of a board built by hand.
     pub const EMPTY: Board = Board {
@@ -192,13 +206,8 @@ impl Board {
                 reverse_points(&mut m.opp, &self.own);
             }
         }
-        if self.own_pinned | self.opp_pinned != 0 {
-            for i in 1..=24usize {
-                let j = flip_index(variant, i);
-                m.own_pinned |= (self.opp_pinned >> j & 1) << i;
-                m.opp_pinned |= (self.own_pinned >> j & 1) << i;
-            }
-        }
+        m.own_pinned = flip_bits(variant, self.opp_pinned);
+        m.opp_pinned = flip_bits(variant, self.own_pinned);
         m.own[BAR] = self.opp[BAR];
         m.own[OFF] = self.opp[OFF];
         m.opp[BAR] = self.own[BAR];
@@ -404,6 +413,29 @@ fn differing_mask_swar(a: &[u8; 26], b: &[u8; 26]) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pin_masks_flip_as_the_points_do() {
+        // The point-by-point rule the bit operations replace, on every single bit and
+        // on mixed masks (bits 0 and 25..31 are no points: dropped).
+        let by_points = |v: Variant, pins: u32| {
+            (1..=24usize).fold(0u32, |m, i| m | (pins >> flip_index(v, i) & 1) << i)
+        };
+        let mut masks: Vec<u32> = (0..32).map(|b| 1u32 << b).collect();
+        masks.extend([
+            0,
+            u32::MAX,
+            0x0123_4567,
+            0x89ab_cdef,
+            0x0100_0002,
+            0x0000_1000,
+        ]);
+        for v in Variant::ALL {
+            for &m in &masks {
+                assert_eq!(flip_bits(v, m), by_points(v, m), "{v} {m:#x}");
+            }
+        }
+    }
     use crate::corpus::random_positions;
 
     /// The definition of [`Board::mirror`]: own point `i` is the other side's

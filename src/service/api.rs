@@ -10,6 +10,7 @@ use super::limits::{DeepPermit, DeepSearchLimit};
 use super::pb;
 use super::wire;
 use crate::analysis::{self, Thresholds};
+use crate::bot::{self, Level, MatchScore, Settings};
 use crate::eval::{CancelToken, EvalOptions, PositionEvaluator, MAX_PLIES};
 use crate::rules::movegen::RawPlay;
 use crate::rules::play::to_play;
@@ -62,6 +63,88 @@ pub(super) struct EvaluateJob {
     pub(super) plies: u8,
     /// The play to grade (`grade`), resolved, and the marks' thresholds.
     grade: Option<(rules::Play, Thresholds)>,
+}
+
+/// A `ChoosePlay` request after its checks.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct ChooseJob {
+    pos: Position,
+    dice: Dice,
+    level: Level,
+    /// The level's noise and depth, the depth capped by the server's.
+    pub(super) settings: Settings,
+    score: Option<MatchScore>,
+    seed: u64,
+}
+
+/// The skill level of a `ChoosePlay` request (field `level`).
+fn level_from_pb(v: i32) -> Result<Level, ServiceError> {
+    use pb::SkillLevel as L;
+    Ok(match L::try_from(v) {
+        Ok(L::Beginner) => Level::Beginner,
+        Ok(L::Casual) => Level::Casual,
+        Ok(L::Intermediate) => Level::Intermediate,
+        Ok(L::Advanced) => Level::Advanced,
+        Ok(L::Expert) => Level::Expert,
+        Ok(L::WorldClass) => Level::WorldClass,
+        Ok(L::Best) => Level::Best,
+        Ok(L::Unspecified) => {
+            return Err(ServiceError::invalid(
+                "level",
+                "a skill level is required: SKILL_LEVEL_BEGINNER .. SKILL_LEVEL_BEST",
+            ))
+        }
+        Err(_) => {
+            return Err(ServiceError::invalid(
+                "level",
+                format!(
+                    "unknown skill level {v}: SKILL_LEVEL_BEGINNER (1) .. SKILL_LEVEL_BEST (7)"
+                ),
+            ))
+        }
+    })
+}
+
+/// The protobuf form of a skill level.
+fn level_to_pb(l: Level) -> pb::SkillLevel {
+    use pb::SkillLevel as L;
+    match l {
+        Level::Beginner => L::Beginner,
+        Level::Casual => L::Casual,
+        Level::Intermediate => L::Intermediate,
+        Level::Advanced => L::Advanced,
+        Level::Expert => L::Expert,
+        Level::WorldClass => L::WorldClass,
+        Level::Best => L::Best,
+    }
+}
+
+/// The match score of a `ChoosePlay` request (fields `match_state.*`): a length of at
+/// least 1, both scores below it, no winner, and the position's variant if one is
+/// named.
+fn match_score_from_pb(m: &pb::MatchState, variant: Variant) -> Result<MatchScore, ServiceError> {
+    let score = MatchScore::new(m.length, [m.score_white, m.score_black]).at("match_state")?;
+    if m.winner != pb::Side::Unspecified as i32 || m.match_over {
+        let field = if m.match_over {
+            "match_state.match_over"
+        } else {
+            "match_state.winner"
+        };
+        return Err(ServiceError::invalid(
+            field,
+            "the match is over: a bot plays only in a match going on",
+        ));
+    }
+    if m.variant != pb::Variant::Unspecified as i32 {
+        let v = convert::variant_from_pb(m.variant, "match_state.variant")?;
+        if v != variant {
+            return Err(ServiceError::invalid(
+                "match_state.variant",
+                format!("the match's game is {v}, the position is {variant}"),
+            ));
+        }
+    }
+    Ok(score)
 }
 
 /// Records the variant on the current RPC span (see [`crate::telemetry`]).
@@ -468,6 +551,88 @@ impl TavliEngineService {
                 Err(e)
             }
         }
+    }
+
+    /// The checks of a `ChoosePlay` request (the variant recorded on the RPC span):
+    /// position, dice, level, match state, an evaluator loaded; the seed drawn when
+    /// none is given. Errors: INVALID_ARGUMENT naming the field, UNIMPLEMENTED
+    /// without an evaluator.
+    pub(super) fn choose_play_checked(
+        &self,
+        req: &pb::ChoosePlayRequest,
+    ) -> Result<ChooseJob, ServiceError> {
+        let pos = convert::position_input(req.position.as_ref().map(PositionInput::from))?;
+        record_variant(pos.variant);
+        let dice = convert::dice_from_pb(req.dice.as_ref(), "dice")?;
+        let level = level_from_pb(req.level)?;
+        let score = req
+            .match_state
+            .as_ref()
+            .map(|m| match_score_from_pb(m, pos.variant))
+            .transpose()?;
+        self.loaded_evaluator()?;
+        Ok(ChooseJob {
+            pos,
+            dice,
+            level,
+            settings: Settings::of(level, pos.variant, self.max_plies),
+            score,
+            seed: req.seed.unwrap_or_else(rand::random),
+        })
+    }
+
+    /// `ChoosePlay`: the play a bot of the request's level makes ([`bot::choose`]),
+    /// at the level's depth capped by the server's. Errors: as
+    /// [`choose_play_checked`](Self::choose_play_checked), then a finished game
+    /// (FAILED_PRECONDITION), the deadline and cancellation.
+    pub fn choose_play(
+        &self,
+        req: &pb::ChoosePlayRequest,
+        deadline: Option<Instant>,
+    ) -> Result<pb::ChoosePlayResponse, ServiceError> {
+        let job = self.choose_play_checked(req)?;
+        self.run_choose(&job, deadline, None)
+    }
+
+    /// The answer of a checked `ChoosePlay` request, stopping with `CANCELLED` once
+    /// `cancel` is cancelled.
+    pub(super) fn run_choose(
+        &self,
+        job: &ChooseJob,
+        deadline: Option<Instant>,
+        cancel: Option<CancelToken>,
+    ) -> Result<pb::ChoosePlayResponse, ServiceError> {
+        let evaluator = self.loaded_evaluator()?;
+        let opts = EvalOptions {
+            plies: job.settings.plies,
+            deadline,
+            cancel,
+        };
+        let c = bot::choose(
+            &**evaluator,
+            &job.pos,
+            job.dice,
+            job.settings,
+            job.seed,
+            job.score.as_ref(),
+            opts,
+        )
+        .at("position")?;
+        let outcome = c.play.outcome.as_ref().map(convert::outcome_to_pb);
+        Ok(pb::ChoosePlayResponse {
+            play: Some(convert::play_to_pb(c.play, false)),
+            outcome,
+            equity: c.value,
+            best_equity: c.best_value,
+            equity_loss: (c.best_value - c.value).max(0.0),
+            probabilities: Some(convert::probabilities_to_pb(&c.probabilities)),
+            level: level_to_pb(job.level) as i32,
+            noise: job.settings.noise,
+            evaluator: c.evaluator,
+            plies: c.plies as u32,
+            seed: job.seed,
+            ranking: c.measure.name().to_string(),
+        })
     }
 
     /// `GetStartingPosition` (R1). The side to move defaults to White.

@@ -123,6 +123,20 @@ impl<C, IO> Flushing<C, IO> {
     pub fn conn(&mut self) -> Pin<&mut C> {
         self.conn.as_mut()
     }
+
+    /// Drops the connection future and gives back its stream with the bytes not yet
+    /// written to it (for a lingering close, [`super::conn`]). `None` while the
+    /// stream is still shared, which it is not once the connection future is gone.
+    pub fn into_io(self) -> Option<(IO, Vec<u8>)> {
+        let Flushing { conn, inner } = self;
+        drop(conn);
+        let inner = Arc::try_unwrap(inner).ok()?;
+        let Inner {
+            io, mut buf, sent, ..
+        } = inner.into_inner().unwrap_or_else(|e| e.into_inner());
+        buf.drain(..sent);
+        Some((io, buf))
+    }
 }
 
 impl<C: Future, IO: AsyncWrite + Unpin> Future for Flushing<C, IO> {
@@ -224,6 +238,8 @@ mod tests {
     struct Recorder {
         writes: Arc<Mutex<Vec<Vec<u8>>>>,
         fail: bool,
+        /// Bytes it takes before it is full (`Pending` for ever); `None`: no limit.
+        room: Option<usize>,
     }
 
     impl AsyncRead for Recorder {
@@ -245,8 +261,14 @@ mod tests {
             if self.fail {
                 return Poll::Ready(Err(io::ErrorKind::BrokenPipe.into()));
             }
-            self.writes.lock().unwrap().push(buf.to_vec());
-            Poll::Ready(Ok(buf.len()))
+            let mut writes = self.writes.lock().unwrap();
+            let taken: usize = writes.iter().map(Vec::len).sum();
+            let n = self.room.map_or(buf.len(), |r| buf.len().min(r - taken));
+            if n == 0 {
+                return Poll::Pending;
+            }
+            writes.push(buf[..n].to_vec());
+            Poll::Ready(Ok(n))
         }
 
         fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
@@ -340,5 +362,23 @@ mod tests {
         });
         conn.await;
         assert_eq!(*rec.writes.lock().unwrap(), vec![b"GOAWAY".to_vec()]);
+    }
+
+    #[tokio::test]
+    async fn the_stream_comes_back_with_the_bytes_not_yet_sent() {
+        // The socket takes 4 bytes, then is full.
+        let rec = Recorder {
+            room: Some(4),
+            ..Recorder::default()
+        };
+        let (mut io, flusher) = coalesce(rec.clone());
+        let mut conn = flusher.around(async move {
+            io.write_all(b"GOAWAY frame").await.unwrap();
+            std::future::pending::<()>().await
+        });
+        poll_once(&mut conn).await;
+        let (back, unsent) = conn.into_io().expect("no longer shared");
+        assert_eq!(*back.writes.lock().unwrap(), vec![b"GOAW".to_vec()]);
+        assert_eq!(unsent, b"AY frame");
     }
 }

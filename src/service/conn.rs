@@ -29,11 +29,21 @@
 //!   cancelled. These are grpc-go's `MaxConnectionAge` and `MaxConnectionAgeGrace`
 //!   (gRFC A9, "Server-side Connection Management"): clients reconnect, so that the
 //!   connections of long-lived clients spread over new servers.
+//! - **Lingering close**: a connection that has ended by itself (after its GOAWAY and
+//!   last stream: age, idle, drain; or closed by the client) is not closed at once.
+//!   Its write side is shut down (TLS: `close_notify` first), then what the peer still
+//!   sends is read and discarded until the peer closes, for at most [`LINGER_TIME`]
+//!   and [`LINGER_BYTES`]; then it is closed. Closed at once, the kernel would answer
+//!   the peer's frames still on their way (a proxy that has not yet seen the GOAWAY)
+//!   with a TCP reset, and the peer could lose the end of an answer it had received
+//!   but not yet read (haproxy does: docs/deploy.md, "Scaling out"); RFC 9112 §9.6
+//!   describes the same for HTTP/1.1. A lingering connection still counts against
+//!   the connection limit, and is the first one closed to make room for a new one.
 //!
 //! Each connection carries a [`ConnState`], given to the admission layer built for the
 //! connection: streams in flight and bytes buffered for it.
 
-use super::coalesce::{coalesce, Coalesced};
+use super::coalesce::{coalesce, Coalesced, Flushing};
 use crate::telemetry::Metrics;
 use std::collections::HashMap;
 use std::future::Future;
@@ -63,6 +73,9 @@ pub struct ConnLimits {
     /// Engine RPCs of one connection between admission and the end of writing their
     /// response (see [`ConnState::rpc_slot`]).
     pub max_rpcs: usize,
+    /// Health `Watch` streams of one connection open at once (see
+    /// [`ConnState::watch_slot`]); with `max_connections`, it bounds them all.
+    pub max_watches: usize,
     /// Time from the accept after which a connection gets a GOAWAY, before a jitter
     /// of ±10 % ([`jittered`]); `None`: no limit.
     pub max_age: Option<Duration>,
@@ -120,10 +133,15 @@ pub struct ConnState {
     pub(crate) epoch: Instant,
     /// Engine RPCs in flight on this connection, each until its response is written.
     rpcs: Arc<Semaphore>,
+    /// Health `Watch` streams open on this connection.
+    watches: Arc<Semaphore>,
+    max_watches: usize,
     /// Being closed (by a limit, or evicted).
     closing: AtomicBool,
     /// Evicted: out of the registry's map, counted in its `evicting`.
     evicted: AtomicBool,
+    /// Ended; in its lingering close (the first one evicted).
+    lingering: AtomicBool,
     close: Notify,
 }
 
@@ -155,6 +173,21 @@ impl ConnState {
             .await
             .ok()?
             .ok()
+    }
+
+    /// One of the connection's health `Watch` places ([`ConnLimits::max_watches`]),
+    /// if one is free, held for the stream's life. A client that follows the service
+    /// config (`healthCheckConfig`) keeps one watch per connection open for as long
+    /// as the connection: they are idle, and bounded per connection rather than by
+    /// `--streaming-limit`, so that every connection within the connection limit can
+    /// have its watch.
+    pub fn watch_slot(&self) -> Option<OwnedSemaphorePermit> {
+        self.watches.clone().try_acquire_owned().ok()
+    }
+
+    /// The connection's limit of health `Watch` streams.
+    pub fn max_watches(&self) -> usize {
+        self.max_watches
     }
 }
 
@@ -325,33 +358,41 @@ impl Registry {
         );
     }
 
-    /// Chooses an idle connection to close: one that never sent its preface (oldest
-    /// first), else the one idle longest; takes it out of `conns` at once (it no
-    /// longer counts against the limit, but in `evicting` until it is gone) and tells
-    /// it to close. `None` when every connection is busy.
-    fn evict_one(&self, conns: &mut HashMap<u64, Arc<ConnState>>) -> Option<Arc<ConnState>> {
-        let candidates = conns
+    /// Chooses a connection to close: one in its lingering close, else an idle one:
+    /// one that never sent its preface (oldest first), else the one idle longest;
+    /// takes it out of `conns` at once (it no longer counts against the limit, but in
+    /// `evicting` until it is gone) and tells it to close. `None` when every connection
+    /// is busy; `Some(true)` when a lingering one was chosen (it had ended already:
+    /// nothing to count or log).
+    fn evict_one(&self, conns: &mut HashMap<u64, Arc<ConnState>>) -> Option<bool> {
+        let lingering = conns
             .values()
-            .filter(|c| !c.closing.load(Ordering::Relaxed));
-        let victim = candidates
-            .filter(|c| !c.preface.load(Ordering::Relaxed) || c.active() == 0)
-            .min_by_key(|c| {
-                (
-                    c.preface.load(Ordering::Relaxed),
-                    if c.preface.load(Ordering::Relaxed) {
-                        c.last_active_ms.load(Ordering::Relaxed)
-                    } else {
-                        c.opened.duration_since(self.epoch).as_millis() as u64
-                    },
-                )
-            })?
-            .clone();
+            .find(|c| c.lingering.load(Ordering::Relaxed))
+            .cloned();
+        let victim = match lingering {
+            Some(c) => c,
+            None => conns
+                .values()
+                .filter(|c| !c.closing.load(Ordering::Relaxed))
+                .filter(|c| !c.preface.load(Ordering::Relaxed) || c.active() == 0)
+                .min_by_key(|c| {
+                    (
+                        c.preface.load(Ordering::Relaxed),
+                        if c.preface.load(Ordering::Relaxed) {
+                            c.last_active_ms.load(Ordering::Relaxed)
+                        } else {
+                            c.opened.duration_since(self.epoch).as_millis() as u64
+                        },
+                    )
+                })?
+                .clone(),
+        };
         victim.closing.store(true, Ordering::Relaxed);
         victim.evicted.store(true, Ordering::Relaxed);
         self.evicting.fetch_add(1, Ordering::Relaxed);
         conns.remove(&victim.id);
         victim.close.notify_one();
-        Some(victim)
+        Some(victim.lingering.load(Ordering::Relaxed))
     }
 
     /// Registers a new connection, closing an idle one at the limit. `Err(true)`: wait
@@ -366,13 +407,15 @@ impl Registry {
             if self.evicting.load(Ordering::Relaxed) >= (self.limits.max_connections / 8).max(1) {
                 return Err(true);
             }
-            if self.evict_one(&mut conns).is_none() {
+            let Some(lingering) = self.evict_one(&mut conns) else {
                 return Err(false);
+            };
+            if !lingering {
+                drop(conns);
+                self.count_close(CloseReason::Evicted);
+                self.log_limited("connection limit reached: closing the connection idle longest");
+                conns = self.conns.lock().expect("registry lock");
             }
-            drop(conns);
-            self.count_close(CloseReason::Evicted);
-            self.log_limited("connection limit reached: closing the connection idle longest");
-            conns = self.conns.lock().expect("registry lock");
         }
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let send_timeout_ms = self.limits.send_timeout.as_millis().max(4) as u64;
@@ -387,9 +430,12 @@ impl Registry {
             sending: Default::default(),
             epoch_ms: send_timeout_ms / 4,
             rpcs: Arc::new(Semaphore::new(self.limits.max_rpcs.max(1))),
+            watches: Arc::new(Semaphore::new(self.limits.max_watches.max(1))),
+            max_watches: self.limits.max_watches.max(1),
             epoch: self.epoch,
             closing: AtomicBool::new(false),
             evicted: AtomicBool::new(false),
+            lingering: AtomicBool::new(false),
             close: Notify::new(),
         });
         conns.insert(id, state.clone());
@@ -485,9 +531,9 @@ impl Registry {
             self.fd_exhausted_ms
                 .store(self.now_ms() + 1, Ordering::Relaxed);
             let mut conns = self.conns.lock().expect("registry lock");
-            let freed = self.evict_one(&mut conns).is_some();
+            let freed = self.evict_one(&mut conns);
             drop(conns);
-            if freed {
+            if freed == Some(false) {
                 self.count_close(CloseReason::Evicted);
             }
             self.log_limited(&format!(
@@ -564,6 +610,47 @@ impl AsyncWrite for Transport {
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         delegate!(self, io => io.poll_shutdown(cx))
+    }
+}
+
+impl Transport {
+    /// The end of a lingering close: writes `unsent`, shuts the write side down
+    /// (TLS: `close_notify` first, then the TCP FIN), then reads the TCP stream and
+    /// discards what comes, until the peer closes (`(bytes, true)`) or more than
+    /// [`LINGER_BYTES`] came (`(bytes, false)`). The caller bounds it in time and
+    /// closes the stream by dropping it.
+    pub async fn shut_and_drain(self, unsent: &[u8]) -> io::Result<(usize, bool)> {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        // A shutdown fails when the peer has reset the connection (then the read
+        // below says so) or when the write side is shut already (h2 shuts it when
+        // it ends): neither stops the reading.
+        let mut tcp = match self {
+            Transport::Plain(mut tcp) => {
+                tcp.write_all(unsent).await?;
+                let _ = tcp.shutdown().await;
+                tcp
+            }
+            Transport::Tls(mut tls) => {
+                tls.write_all(unsent).await?;
+                let _ = tls.shutdown().await;
+                tls.into_inner().0
+            }
+        };
+        // On the heap, and not zeroed: no room for it in every connection's future.
+        let mut buf = Vec::with_capacity(4096);
+        let mut read = 0;
+        loop {
+            buf.clear();
+            match tcp.read_buf(&mut buf).await? {
+                0 => return Ok((read, true)),
+                n => {
+                    read += n;
+                    if read > LINGER_BYTES {
+                        return Ok((read, false));
+                    }
+                }
+            }
+        }
     }
 }
 
@@ -791,13 +878,14 @@ async fn drive<C, F, G>(
     let mut cut = false;
     let age_timer = tokio::time::sleep_until(age_at.unwrap_or_else(tokio::time::Instant::now));
     tokio::pin!(age_timer);
-    loop {
+    // Whether the connection ended by itself (then its close lingers).
+    let ended = loop {
         tokio::select! {
-            _ = &mut conn => break,
+            _ = &mut conn => break true,
             () = state.close.notified() => {
                 // Evicted: without a preface there is nothing to say goodbye to.
                 if !state.preface.load(Ordering::Relaxed) {
-                    break;
+                    break false;
                 }
                 graceful(conn.conn());
                 closing_by.get_or_insert_with(|| Instant::now() + Duration::from_millis(250));
@@ -817,19 +905,19 @@ async fn drive<C, F, G>(
                             }
                         }
                     }
-                    Phase::Stopped => break,
+                    Phase::Stopped => break false,
                 }
             }
             () = &mut age_timer, if age_at.is_some() => {
                 if aged {
                     // The grace is over: close, cancelling the calls in flight.
                     cut = true;
-                    break;
+                    break false;
                 }
                 aged = true;
                 state.closing.store(true, Ordering::Relaxed);
                 if !state.preface.load(Ordering::Relaxed) {
-                    break;
+                    break false;
                 }
                 tracing::debug!(listener = registry.name, conn = state.id, "connection age reached: GOAWAY");
                 graceful(conn.conn());
@@ -842,7 +930,7 @@ async fn drive<C, F, G>(
             }
             _ = tick.tick() => {
                 if closing_by.is_some_and(|t| Instant::now() >= t) {
-                    break;
+                    break false;
                 }
                 if closing_by.is_some() || draining {
                     continue;
@@ -859,7 +947,7 @@ async fn drive<C, F, G>(
                         if !polite {
                             // Counted for this reason, not for its age.
                             aged = false;
-                            break;
+                            break false;
                         }
                         graceful(conn.conn());
                         closing_by = Some(Instant::now() + Duration::from_secs(1));
@@ -867,7 +955,7 @@ async fn drive<C, F, G>(
                 }
             }
         }
-    }
+    };
     if aged {
         registry.count_close(if cut {
             CloseReason::MaxAgeGrace
@@ -882,7 +970,64 @@ async fn drive<C, F, G>(
             );
         }
     }
+    // An evicted connection makes room for another: closed at once.
+    if ended && !state.evicted.load(Ordering::Relaxed) {
+        linger(conn, &state, &registry, &mut phase).await;
+    }
     registry.unregister(&state);
+}
+
+/// Longest time a connection is kept in its lingering close (see the module
+/// documentation): enough for the frames a peer sent before it saw the connection's
+/// end to arrive over any path of less than a second's round trip; a peer that
+/// closes (as clients and proxies do when they read the end) ends it sooner.
+pub const LINGER_TIME: Duration = Duration::from_secs(1);
+
+/// Most bytes read and discarded in a lingering close; a peer that sends more is
+/// closed on at once.
+pub const LINGER_BYTES: usize = 256 * 1024;
+
+/// The lingering close of a connection that has ended by itself: the connection
+/// future is dropped, the stream taken back from it, then
+/// [`Transport::shut_and_drain`] for at most [`LINGER_TIME`], ended at once when the
+/// connection is evicted or the server stops.
+async fn linger<C: Future>(
+    conn: Flushing<C, TrackedStream>,
+    state: &ConnState,
+    registry: &Registry,
+    phase: &mut watch::Receiver<Phase>,
+) {
+    let Some((io, unsent)) = conn.into_io() else {
+        return;
+    };
+    state.lingering.store(true, Ordering::Relaxed);
+    let told_to_close = async {
+        loop {
+            tokio::select! {
+                () = state.close.notified() => return,
+                changed = phase.changed() => {
+                    if changed.is_err() || *phase.borrow_and_update() == Phase::Stopped {
+                        return;
+                    }
+                }
+            }
+        }
+    };
+    let how = tokio::select! {
+        r = tokio::time::timeout(LINGER_TIME, io.io.shut_and_drain(&unsent)) => match r {
+            Ok(Ok((n, true))) => format!("peer closed after {n} more bytes"),
+            Ok(Ok((n, false))) => format!("peer sent {n} bytes: more than the limit"),
+            Ok(Err(e)) => format!("{e}"),
+            Err(_) => "time over".to_string(),
+        },
+        () = told_to_close => "evicted or stopped".to_string(),
+    };
+    tracing::debug!(
+        listener = registry.name,
+        conn = state.id,
+        how,
+        "lingering close over"
+    );
 }
 
 /// The process's limit of open file descriptors (soft), if known.
@@ -942,5 +1087,38 @@ mod tests {
         // but for a chance of about 2 × 0.975^1000 (1e-11).
         assert!(*lo < Duration::from_millis(90_500), "{lo:?}");
         assert!(*hi > Duration::from_millis(109_500), "{hi:?}");
+    }
+
+    /// At the limit, a connection in its lingering close makes room first (before
+    /// one that never sent its preface), and is neither counted nor logged as
+    /// evicted; then the one without a preface, then none while all are busy.
+    #[test]
+    fn a_lingering_connection_is_evicted_first() {
+        let limits = ConnLimits {
+            max_connections: 3,
+            handshake_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(300),
+            send_timeout: Duration::from_secs(10),
+            max_buffered_bytes: 1 << 20,
+            max_rpcs: 8,
+            max_watches: 4,
+            max_age: None,
+            max_age_grace: None,
+        };
+        let registry = Registry::new("grpc", limits, None);
+        let states: Vec<_> = (0..3).map(|_| registry.register().unwrap()).collect();
+        let (bare, busy, ended) = (&states[0], &states[1], &states[2]);
+        busy.preface.store(true, Ordering::Relaxed);
+        let _call = StreamGuard::new(busy);
+        ended.preface.store(true, Ordering::Relaxed);
+        ended.lingering.store(true, Ordering::Relaxed);
+        let mut conns = registry.conns.lock().unwrap();
+        assert_eq!(registry.evict_one(&mut conns), Some(true));
+        assert!(ended.evicted.load(Ordering::Relaxed));
+        assert!(!conns.contains_key(&ended.id));
+        assert_eq!(registry.evict_one(&mut conns), Some(false));
+        assert!(bare.evicted.load(Ordering::Relaxed));
+        assert_eq!(registry.evict_one(&mut conns), None);
+        assert!(!busy.evicted.load(Ordering::Relaxed));
     }
 }

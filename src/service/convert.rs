@@ -247,7 +247,8 @@ position_oneof!(
     list_legal_plays_request,
     apply_play_request,
     evaluate_request,
-    rollout_request
+    rollout_request,
+    choose_play_request
 );
 
 /// One threshold of a `MarkThresholds`: a number of points >= 0; 0 takes `default`.

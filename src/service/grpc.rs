@@ -8,6 +8,7 @@ use super::api::TavliEngineService;
 use super::error::ServiceError;
 use super::limits::{name_deadline, CancelOnDrop, ConnSlot, Deadline, WorkPermit};
 use super::pb;
+use crate::eval::CancelToken;
 use std::sync::Arc;
 use tonic::{Request, Response, Status};
 
@@ -26,6 +27,50 @@ fn evaluation_extensions(
 /// Runs a synchronous RPC body, mapping its error to a `Status`.
 fn respond<T>(r: Result<T, ServiceError>) -> Result<Response<T>, Status> {
     r.map(Response::new).map_err(Status::from)
+}
+
+impl TavliEngineService {
+    /// Runs `job`, a search of `plies >= 1`, on the blocking pool once the deep-search
+    /// limit admits it: the connection's slot is given back first (the limit bounds
+    /// the search from then on, and the client's other calls need not wait), the
+    /// engine permit `work` is held until the search returns, and dropping this
+    /// future (client cancel, connection closed, deadline, drain) cancels the
+    /// search, as the server's token does at the end of the drain. `what` names the
+    /// work in errors (`evaluation`, `choice`); a deadline that fires names its limit
+    /// ([`name_deadline`]).
+    async fn deep_search<T: Send + 'static>(
+        &self,
+        plies: u8,
+        deadline: Option<Deadline>,
+        work: Option<WorkPermit>,
+        conn_slot: Option<ConnSlot>,
+        what: &'static str,
+        job: impl FnOnce(&TavliEngineService, CancelToken) -> Result<T, ServiceError> + Send + 'static,
+    ) -> Result<T, ServiceError> {
+        if let Some(slot) = &conn_slot {
+            slot.release();
+        }
+        let slot = self.admit_search(plies, deadline.map(|d| d.at)).await?;
+        let token = self.cancel.child();
+        let guard = CancelOnDrop::new(token.clone());
+        let svc = self.clone();
+        let span = tracing::Span::current();
+        let request_token = token.clone();
+        let r = tokio::task::spawn_blocking(move || {
+            let r = span.in_scope(|| job(&svc, token));
+            if let Some(slot) = slot {
+                slot.finish(!matches!(r, Err(ServiceError::Cancelled)));
+            }
+            drop(work);
+            r
+        })
+        .await
+        .map_err(|e| ServiceError::Internal(format!("{what} task failed: {e}")))
+        .and_then(|r| r)
+        .map_err(|e| name_deadline(e.shutdown_if(&request_token, what), deadline.as_ref()));
+        guard.disarm();
+        r
+    }
 }
 
 #[tonic::async_trait]
@@ -69,35 +114,46 @@ impl pb::tavli_engine_server::TavliEngine for TavliEngineService {
         if let Err(e) = self.evaluate_checked(&req, false) {
             return respond::<pb::EvaluateResponse>(Err(e));
         }
-        // The deep-search limit bounds this one from here: the connection's slot can
-        // serve the client's other calls.
-        if let Some(slot) = &conn_slot {
-            slot.release();
+        let plies = req.plies as u8;
+        let r = self
+            .deep_search(
+                plies,
+                named,
+                work,
+                conn_slot,
+                "evaluation",
+                move |svc, token| svc.evaluate_with(&req, deadline, Some(token)),
+            )
+            .await;
+        respond(r)
+    }
+
+    async fn choose_play(
+        &self,
+        request: Request<pb::ChoosePlayRequest>,
+    ) -> Result<Response<pb::ChoosePlayResponse>, Status> {
+        // As Evaluate's: the engine permit stays with the work until it stops.
+        let (named, work, conn_slot) = evaluation_extensions(request.extensions());
+        let deadline = named.map(|d| d.at);
+        // Bad input is INVALID_ARGUMENT however busy the server is.
+        let job = self.choose_play_checked(request.get_ref())?;
+        drop(request);
+        // At 0 ply one ranking of the roll's plays (tens of microseconds): answered on
+        // the async worker, as Evaluate's; deeper levels on the blocking pool.
+        if job.settings.plies == 0 {
+            let r = self.run_choose(&job, deadline, None);
+            return respond(r.map_err(|e| name_deadline(e, named.as_ref())));
         }
-        let slot = match self.admit_search(req.plies as u8, deadline).await {
-            Ok(slot) => slot,
-            Err(e) => return respond(Err(e)),
-        };
-        // Dropping this future (client cancel, connection closed, deadline, drain)
-        // cancels the search; so does the server's token at the end of the drain.
-        let token = self.cancel.child();
-        let guard = CancelOnDrop::new(token.clone());
-        let svc = self.clone();
-        let span = tracing::Span::current();
-        let request_token = token.clone();
-        let r = tokio::task::spawn_blocking(move || {
-            let r = span.in_scope(|| svc.evaluate_with(&req, deadline, Some(token)));
-            if let Some(slot) = slot {
-                slot.finish(!matches!(r, Err(ServiceError::Cancelled)));
-            }
-            drop(work);
-            r
-        })
-        .await
-        .map_err(|e| ServiceError::Internal(format!("evaluation task failed: {e}")))
-        .and_then(|r| r)
-        .map_err(|e| name_deadline(e.shutdown_if(&request_token, "evaluation"), named.as_ref()));
-        guard.disarm();
+        let r = self
+            .deep_search(
+                job.settings.plies,
+                named,
+                work,
+                conn_slot,
+                "choice",
+                move |svc, token| svc.run_choose(&job, deadline, Some(token)),
+            )
+            .await;
         respond(r)
     }
 

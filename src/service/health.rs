@@ -12,7 +12,8 @@
 //! `Check`). Every `Watch` stream ends when the client cancels it (it is dropped) or
 //! when the server shuts down ([`Health::end_watches`]: `UNAVAILABLE`, after the last
 //! status, `NOT_SERVING`, has been sent), so that watchers do not hold the drain.
-//! Streams are counted by admission (`--streaming-limit`, [`super::limits`]).
+//! Streams are counted by admission, per connection (`--connection-watch-limit`,
+//! [`super::limits`]).
 
 use std::future::Future;
 use std::pin::Pin;

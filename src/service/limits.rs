@@ -1,13 +1,17 @@
 //! Tower layers and limits that protect the server (issue #11):
 //!
-//! - [`AdmissionLayer`]: reads a request's body (every method's but reflection's
+//! - [`AdmissionLayer`]: answers a request that is not gRPC HTTP 415 (its
+//!   `content-type`, [`super::protocol`]); reads a request's body (every method's but reflection's
 //!   bidirectional stream: one message, within the request-body timeout, charged to
 //!   the buffers of [`super::buffers`]; a body with a second message is refused
 //!   `INTERNAL` by [`super::protocol::one_message`]; a compressed one is inflated
-//!   under the same limits, [`super::inflate`]) and only then takes a permit: one of the engine's `--concurrency-limit` for `tavli.v1.TavliEngine`
-//!   (and unknown paths), one of `--streaming-limit` for the long-lived streams
-//!   (health `Watch`, reflection); health `Check` needs none and is not charged to
-//!   the buffers, so probes answer under any load. Engine RPCs first take one of
+//!   under the same limits, [`super::inflate`]) and only then takes a permit: one of
+//!   the engine's `--concurrency-limit` for `tavli.v1.TavliEngine` (and unknown
+//!   paths), one of `--streaming-limit` for reflection's streams, one of its
+//!   connection's `--connection-watch-limit` for a health `Watch`
+//!   ([`ConnState::watch_slot`]: the idle stream a health-checking client keeps per
+//!   connection takes no permit of any other limit); health `Check` needs none and
+//!   is not charged to the buffers, so probes answer under any load. Engine RPCs first take one of
 //!   their connection's slots ([`ConnState::rpc_slot`], waiting for it holds no
 //!   permit). A permit that is not free is `RESOURCE_EXHAUSTED` at once (not queued).
 //!   `Evaluate` (and `EvaluateBatch`) also finds its engine permit in the request as a [`WorkPermit`], which
@@ -29,7 +33,7 @@ use super::buffers::{self, Budget, Charge, ChargedBody};
 use super::conn::{ConnState, StreamGuard};
 use super::error::ServiceError;
 use super::inflate::{inflate_request, Encoding};
-use super::protocol::one_message;
+use super::protocol::{is_grpc_content_type, one_message, unsupported_media_type};
 use crate::eval::{CancelToken, MAX_PLIES};
 use crate::telemetry::{rpc_labels, Metrics};
 use bytes::{Bytes, BytesMut};
@@ -56,7 +60,9 @@ enum Class {
     Engine,
     /// Health `Check`/`List`: the body is read; no permit.
     Probe,
-    /// Health `Watch`, reflection: long-lived streams, a streaming permit.
+    /// Health `Watch`: the body is read; a watch place of its connection.
+    Watch,
+    /// Reflection: a long-lived bidirectional stream, a streaming permit.
     Streaming,
 }
 
@@ -67,7 +73,7 @@ const HEALTH_WATCH: &str = "/grpc.health.v1.Health/Watch";
 fn classify(path: &str) -> Class {
     match path {
         "/grpc.health.v1.Health/Check" | "/grpc.health.v1.Health/List" => Class::Probe,
-        HEALTH_WATCH => Class::Streaming,
+        HEALTH_WATCH => Class::Watch,
         p if p.starts_with("/grpc.reflection.") => Class::Streaming,
         _ => Class::Engine,
     }
@@ -104,11 +110,13 @@ impl ConnSlot {
 /// not (`OUT_OF_RANGE`, or `RESOURCE_EXHAUSTED` when it inflates past it).
 pub const SMALL_MESSAGE_BYTES: usize = 16 * 1024;
 
-/// The paths of `Evaluate` and `EvaluateBatch`, whose connection slot is a
-/// [`ConnSlot`] and whose engine permit is a [`WorkPermit`].
-const EVALUATE: [&str; 2] = [
+/// The paths of `Evaluate`, `EvaluateBatch` and `ChoosePlay`, whose connection slot
+/// is a [`ConnSlot`] and whose engine permit is a [`WorkPermit`] (their deep searches
+/// run on the blocking pool).
+const EVALUATE: [&str; 3] = [
     "/tavli.v1.TavliEngine/Evaluate",
     "/tavli.v1.TavliEngine/EvaluateBatch",
+    "/tavli.v1.TavliEngine/ChoosePlay",
 ];
 
 /// The server-streaming engine RPCs: their work goes on after the handler returns
@@ -131,7 +139,8 @@ pub struct Pressure {
 pub struct AdmissionConfig {
     /// Engine RPCs running at once (`--concurrency-limit`).
     pub concurrency_limit: usize,
-    /// Health `Watch` and reflection streams open at once (`--streaming-limit`).
+    /// Reflection streams open at once (`--streaming-limit`); also the health
+    /// `Watch` streams of requests that come without a connection.
     pub streaming_limit: usize,
     /// Time to receive a unary request's whole body (`--request-body-timeout-seconds`).
     pub body_timeout: Duration,
@@ -361,8 +370,18 @@ where
     }
 
     fn call(&mut self, req: Request<B>) -> Self::Future {
+        // Not gRPC: HTTP 415 before anything is read ([`super::protocol`]).
+        let content_type = req.headers().get(http::header::CONTENT_TYPE);
+        if !is_grpc_content_type(content_type) {
+            tracing::debug!(
+                path = req.uri().path(),
+                ?content_type,
+                "not a gRPC request: 415"
+            );
+            let refusal = unsupported_media_type(content_type);
+            return Box::pin(std::future::ready(Ok(refusal)));
+        }
         let class = classify(req.uri().path());
-        let watch = req.uri().path() == HEALTH_WATCH;
         let evaluate = EVALUATE.contains(&req.uri().path());
         let engine_stream = ENGINE_STREAMS.contains(&req.uri().path());
         let conn = self.layer.1.clone();
@@ -377,14 +396,14 @@ where
             let config = &layer.config;
             // Every body is read in full but a bidirectional stream's (reflection):
             // one request message, checked before any work.
-            let (body, request_charge) = if class == Class::Streaming && !watch {
+            let (body, request_charge) = if class == Class::Streaming {
                 (AdmittedBody::Stream(body), None)
             } else {
                 // Health checks and watches are never refused for lack of buffer room;
                 // their messages are small (tonic refuses larger ones from what is
                 // read).
                 let (budget, max) = match class {
-                    Class::Probe | Class::Streaming => {
+                    Class::Probe | Class::Watch | Class::Streaming => {
                         (None, SMALL_MESSAGE_BYTES.min(config.max_message_bytes))
                     }
                     Class::Engine => (Some(&layer.budget), config.max_message_bytes),
@@ -393,11 +412,13 @@ where
                 let read = read_body(body, max, budget, conn.as_ref());
                 let read = tokio::time::timeout(config.body_timeout, read).await;
                 // A second message: a cardinality violation, answered before the
-                // handler runs (unknown methods are tonic's UNIMPLEMENTED).
+                // handler runs (unknown methods are tonic's UNIMPLEMENTED). The
+                // method is looked up only then: a body of one message costs a
+                // look at its prefix.
                 if let Ok(Ok((bytes, _))) = &read {
                     let path = parts.uri.path();
-                    if rpc_labels(path).1 != "unknown" {
-                        if let Err(status) = one_message(bytes, max, path) {
+                    if let Err(status) = one_message(bytes, max, path) {
+                        if rpc_labels(path).1 != "unknown" {
                             return Ok(status.into_http());
                         }
                     }
@@ -479,12 +500,31 @@ where
                         .into_http());
                     }
                 },
+                Class::Watch => {
+                    let place = match &conn {
+                        Some(c) => c.watch_slot(),
+                        None => layer.streaming.clone().try_acquire_owned().ok(),
+                    };
+                    match place {
+                        Some(p) => ((None, None), Some(p)),
+                        None => {
+                            layer.refused("watches");
+                            return Ok(Status::resource_exhausted(format!(
+                                "too many health watches on this connection: {} already open; \
+                                 cancel one, or watch on another connection",
+                                conn.as_ref()
+                                    .map_or(config.streaming_limit, |c| c.max_watches())
+                            ))
+                            .into_http());
+                        }
+                    }
+                }
                 Class::Streaming => match layer.streaming.clone().try_acquire_owned() {
                     Ok(p) => ((None, None), Some(p)),
                     Err(_) => {
                         layer.refused("streaming");
                         return Ok(Status::resource_exhausted(format!(
-                            "server overloaded: {} health-watch and reflection streams already open; retry later",
+                            "server overloaded: {} reflection streams already open; retry later",
                             config.streaming_limit
                         ))
                         .into_http());
@@ -983,7 +1023,7 @@ mod tests {
         assert_eq!(classify("/tavli.v1.TavliEngine/Evaluate"), Class::Engine);
         assert_eq!(classify("/x.Y/Z"), Class::Engine);
         assert_eq!(classify("/grpc.health.v1.Health/Check"), Class::Probe);
-        assert_eq!(classify("/grpc.health.v1.Health/Watch"), Class::Streaming);
+        assert_eq!(classify("/grpc.health.v1.Health/Watch"), Class::Watch);
         assert_eq!(
             classify("/grpc.reflection.v1.ServerReflection/ServerReflectionInfo"),
             Class::Streaming

@@ -1,6 +1,6 @@
 //! gRPC protocol conformance of requests, checked before any work:
 //!
-//! - [`ContentTypeLayer`]: a request whose `content-type` is not `application/grpc`
+//! - [`is_grpc_content_type`]: a request whose `content-type` is not `application/grpc`
 //!   (nor `application/grpc+…` or `application/grpc;…`) is answered HTTP 415
 //!   Unsupported Media Type, as the gRPC over HTTP/2 protocol says servers should
 //!   ("If Content-Type does not begin with "application/grpc", gRPC servers SHOULD
@@ -9,7 +9,8 @@
 //!   (`internal/transport/http2_server.go`), the answer also carries `grpc-status` 3
 //!   (`INVALID_ARGUMENT`) and a `grpc-message` naming the content type. gRPC-Web
 //!   requests reach it through tonic-web, which has already made them
-//!   `application/grpc`.
+//!   `application/grpc`. Admission ([`super::limits`]) checks it first, before it
+//!   reads anything ([`unsupported_media_type`] is the answer).
 //! - [`one_message`]: the body of a unary or server-streaming call must hold exactly
 //!   one message. A body with more is a request cardinality violation, answered
 //!   `INTERNAL` as grpc-go (`stream.go`: "cardinality violation: received multiple
@@ -19,13 +20,9 @@
 //!   their maintainers in grpc-java#11247 and grpc-go#7286, keep `INTERNAL`.) tonic
 //!   alone would answer from the first message and drop the rest.
 
-use http::{HeaderValue, Request, Response, StatusCode};
-use std::future::Future;
-use std::pin::Pin;
-use std::task::{Context, Poll};
+use http::{HeaderValue, Response, StatusCode};
 use tonic::body::Body;
 use tonic::Status;
-use tower::{Layer, Service};
 
 /// Whether a `content-type` names gRPC: `application/grpc`, alone or followed by
 /// `+` (a subtype such as `+proto`) or `;` (parameters); case-insensitive (RFC 9110
@@ -58,69 +55,6 @@ pub fn unsupported_media_type(value: Option<&HeaderValue>) -> Response<Body> {
     .into_http();
     *r.status_mut() = StatusCode::UNSUPPORTED_MEDIA_TYPE;
     r
-}
-
-/// Answers HTTP 415 ([`unsupported_media_type`]) to requests whose `content-type` is
-/// not gRPC ([`is_grpc_content_type`]); passes the others on.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct ContentTypeLayer;
-
-impl<S> Layer<S> for ContentTypeLayer {
-    type Service = ContentTypeCheck<S>;
-    fn layer(&self, inner: S) -> Self::Service {
-        ContentTypeCheck(inner)
-    }
-}
-
-/// The service of [`ContentTypeLayer`].
-#[derive(Clone, Debug)]
-pub struct ContentTypeCheck<S>(S);
-
-impl<S, B> Service<Request<B>> for ContentTypeCheck<S>
-where
-    S: Service<Request<B>, Response = Response<Body>>,
-    S::Future: Unpin,
-{
-    type Response = Response<Body>;
-    type Error = S::Error;
-    type Future = Checked<S::Future>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
-        self.0.poll_ready(cx)
-    }
-
-    fn call(&mut self, req: Request<B>) -> Self::Future {
-        let ct = req.headers().get(http::header::CONTENT_TYPE);
-        if is_grpc_content_type(ct) {
-            Checked::Pass(self.0.call(req))
-        } else {
-            tracing::debug!(path = req.uri().path(), content_type = ?ct, "not a gRPC request: 415");
-            Checked::Refused(Some(unsupported_media_type(ct)))
-        }
-    }
-}
-
-/// The future of [`ContentTypeCheck`]: the inner service's, or the refusal.
-#[derive(Debug)]
-pub enum Checked<F> {
-    /// A gRPC request, answered by the inner service.
-    Pass(F),
-    /// Not a gRPC request: this answer (taken when polled).
-    Refused(Option<Response<Body>>),
-}
-
-impl<F, E> Future for Checked<F>
-where
-    F: Future<Output = Result<Response<Body>, E>> + Unpin,
-{
-    type Output = Result<Response<Body>, E>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        match self.get_mut() {
-            Checked::Pass(f) => Pin::new(f).poll(cx),
-            Checked::Refused(r) => Poll::Ready(Ok(r.take().expect("polled after completion"))),
-        }
-    }
 }
 
 /// Checks that a request body read in full (gRPC length-prefixed messages) holds

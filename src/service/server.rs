@@ -9,7 +9,6 @@ use super::health::Health;
 use super::limits::{
     AdmissionConfig, AdmissionLayer, DeadlineLayer, DeepSearchLimit, SMALL_MESSAGE_BYTES,
 };
-use super::protocol::ContentTypeLayer;
 use super::route::EngineRoutes;
 use super::tls::TlsConfig;
 use super::{pb, readiness, SERVICE_NAME};
@@ -106,8 +105,15 @@ pub struct ServerConfig {
     /// (default 8): more wait (up to the send timeout), so that a client that does
     /// not read gets no more answers computed.
     pub connection_concurrency_limit: usize,
-    /// Health `Watch` and reflection streams open at once (default 32).
+    /// Reflection streams open at once (default 32); beyond it
+    /// `RESOURCE_EXHAUSTED`. Health `Watch` streams have their own limit,
+    /// `connection_watch_limit`.
     pub streaming_limit: usize,
+    /// Health `Watch` streams of one connection open at once (default 4; beyond it
+    /// `RESOURCE_EXHAUSTED`): a client that follows the service config keeps one per
+    /// connection for the connection's life, so they are bounded per connection
+    /// (and in all by `max_connections` times this), not by `streaming_limit`.
+    pub connection_watch_limit: usize,
     /// Deep searches (`Evaluate` at 1 ply or more) running at once (default: the
     /// number of CPUs).
     pub deep_search_limit: usize,
@@ -174,6 +180,7 @@ impl Default for ServerConfig {
             max_connection_buffered_bytes: 16 * 1024 * 1024,
             connection_concurrency_limit: 8,
             streaming_limit: 32,
+            connection_watch_limit: 4,
             deep_search_limit: cpus(),
             deep_search_queue: 64,
             metrics_max_connections: 16,
@@ -217,6 +224,7 @@ impl std::fmt::Debug for ServerConfig {
                 &self.connection_concurrency_limit,
             )
             .field("streaming_limit", &self.streaming_limit)
+            .field("connection_watch_limit", &self.connection_watch_limit)
             .field("deep_search_limit", &self.deep_search_limit)
             .field("deep_search_queue", &self.deep_search_queue)
             .field("metrics_max_connections", &self.metrics_max_connections)
@@ -268,6 +276,12 @@ impl ServerConfig {
             10_000,
         )?;
         range("streaming-limit", self.streaming_limit, 1, 10_000)?;
+        range(
+            "connection-watch-limit",
+            self.connection_watch_limit,
+            1,
+            100,
+        )?;
         range(
             "connection-concurrency-limit",
             self.connection_concurrency_limit,
@@ -399,10 +413,9 @@ pub async fn serve(
 /// `grpc.reflection.v1.ServerReflection` and `grpc.reflection.v1alpha.ServerReflection`,
 /// over HTTP/2 (over TLS with `config.tls`) served by hyper with the connection
 /// limits of [`conn`] (the age limit included). Layers, outermost first: metrics
-/// and tracing ([`MetricsLayer`]), the content type ([`ContentTypeLayer`]: HTTP 415
-/// for a request that is not gRPC), the deadline ([`DeadlineLayer`]), admission
-/// ([`AdmissionLayer`]: body, one request message, compressed requests inflated,
-/// permits, buffers). Health is [`Health`] (`Watch` of an unknown service kept open;
+/// and tracing ([`MetricsLayer`]), the deadline ([`DeadlineLayer`]), admission
+/// ([`AdmissionLayer`]: HTTP 415 for a request that is not gRPC, body, one request
+/// message, compressed requests inflated, permits, buffers). Health is [`Health`] (`Watch` of an unknown service kept open;
 /// watches end at shutdown). The
 /// page's gRPC-Web calls go through tonic-web to the same layers (one concurrency
 /// limit, one budget), over HTTP/1.1 connections with their own limits
@@ -485,7 +498,6 @@ pub async fn serve_with_web(
     let stack = move |conn: Arc<ConnState>| {
         tower::ServiceBuilder::new()
             .layer(metrics_layer.clone())
-            .layer(ContentTypeLayer)
             .layer(deadline_layer)
             .layer(admit.for_conn(conn))
             .service(routes.clone())
@@ -520,6 +532,7 @@ pub async fn serve_with_web(
         send_timeout: config.send_timeout,
         max_buffered_bytes: config.max_connection_buffered_bytes,
         max_rpcs: config.connection_concurrency_limit,
+        max_watches: config.connection_watch_limit,
         max_age: None,
         max_age_grace: None,
     };

@@ -12,12 +12,15 @@
 //! - [`supervised`]: positions from self-play, labels by the engine's own search, fits.
 //! - [`data`]: the positions files of the supervised steps.
 //! - [`strength`]: matches between evaluators on game pairs with the same dice.
+//! - [`levels`]: the bot's skill levels measured: points per game and the analysis of
+//!   its games.
 //! - [`heuristic`]: fixed baselines (a hand-written heuristic for Plakoto and Fevga, a
 //!   random evaluator). Tesauro's pubeval, the Portes baseline, is
 //!   [`crate::eval::pubeval`]: the server's rollouts use it to prefilter plays.
 
 pub mod data;
 pub mod heuristic;
+pub mod levels;
 pub mod sgd;
 pub mod strength;
 pub mod supervised;

@@ -53,6 +53,15 @@ pub enum Strategy {
         /// Search depth, 0..=[`MAX_PLIES`].
         plies: u8,
     },
+    /// A bot of `ChoosePlay` ([`crate::bot`]): the search's ranking at the settings'
+    /// depth, the play with the highest equity plus noise made; each turn's noise is
+    /// seeded from the game's choice seed and the turn.
+    Bot {
+        /// The static evaluator.
+        eval: Arc<dyn Evaluator>,
+        /// Noise and depth.
+        settings: crate::bot::Settings,
+    },
 }
 
 /// A named player.
@@ -69,7 +78,9 @@ impl Player {
     pub fn evaluator(&self) -> Option<&Arc<dyn Evaluator>> {
         match &self.strategy {
             Strategy::Random => None,
-            Strategy::PubEval { eval } | Strategy::Search { eval, .. } => Some(eval),
+            Strategy::PubEval { eval }
+            | Strategy::Search { eval, .. }
+            | Strategy::Bot { eval, .. } => Some(eval),
         }
     }
 }
@@ -219,6 +230,22 @@ pub struct GameResult {
     pub turns: u32,
 }
 
+/// The turns of one game, for a record of it ([`play_pair`] with logs).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct GameLog {
+    /// Who played the first turn.
+    pub starter: Option<Side>,
+    /// The opening roll that decided it, `[White's die, Black's die]` (R2).
+    pub opening: [u8; 2],
+    /// Per turn: the roll, the board before it and the board after the play made,
+    /// both in the mover's view (the generator's boards).
+    pub turns: Vec<(Dice, Board, Board)>,
+    /// Per side ([`Side::index`]): turns with more than one legal play, and the sum of
+    /// the equity the bot's choices lost against the best play of its own ranking
+    /// (0 for players other than [`Strategy::Bot`]), points.
+    pub choice_errors: [(u32, f64); 2],
+}
+
 /// A mean with its 95% confidence half-width.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Estimate {
@@ -231,7 +258,8 @@ pub struct Estimate {
 }
 
 impl Estimate {
-    fn of(xs: &[f64]) -> Estimate {
+    /// The mean of `xs` with `1.96 sd / sqrt(n)` (the sample standard deviation).
+    pub fn of(xs: &[f64]) -> Estimate {
         let n = xs.len() as f64;
         if n == 0.0 {
             return Estimate::default();
@@ -298,35 +326,49 @@ fn roll_index(d: Dice) -> usize {
 }
 
 /// Plays one game: `players[0]` is White. Returns the result from White's view.
+/// Without a luck reference the adjusted result is the result; with `log` the turns
+/// are written there.
 fn play_game(
     variant: Variant,
     players: [&Player; 2],
-    reference: &Search,
+    reference: Option<&Search>,
     dice_seed: u64,
     choice_seed: u64,
     max_turns: u32,
+    mut log: Option<&mut GameLog>,
 ) -> GameResult {
     let mut dice_rng = ChaCha8Rng::seed_from_u64(dice_seed);
     let mut choice_rng = ChaCha8Rng::seed_from_u64(choice_seed);
     // R2: one die each, equal dice rolled again; the higher die starts.
-    let starter = loop {
+    let (starter, opening) = loop {
         let (w, b): (u8, u8) = (dice_rng.random_range(1..=6), dice_rng.random_range(1..=6));
         if w != b {
-            break if w > b { Side::White } else { Side::Black };
+            break (if w > b { Side::White } else { Side::Black }, [w, b]);
         }
     };
     let mut mover = starter;
+    if let Some(log) = log.as_deref_mut() {
+        *log = GameLog {
+            starter: Some(starter),
+            opening,
+            ..GameLog::default()
+        };
+    }
     let mut board = Board::from_position(&Position::start(variant, Side::White), starter);
     let mut plays = Vec::with_capacity(64);
+    let mut ranked = Vec::with_capacity(64);
     let mut ref_plays = Vec::with_capacity(64);
     let mut luck = [0f64; 2];
+    let mut choice_errors = [(0u32, 0f64); 2];
     let mut result = GameResult::default();
     for turn in 0..max_turns {
         result.turns = turn + 1;
         let dice = Dice::new(dice_rng.random_range(1..=6), dice_rng.random_range(1..=6))
             .expect("dice in 1..=6");
-        let (values, mean) = roll_values(reference, &board, &mut ref_plays);
-        luck[mover.index()] += (values[roll_index(dice)] - mean) as f64;
+        if let Some(reference) = reference {
+            let (values, mean) = roll_values(reference, &board, &mut ref_plays);
+            luck[mover.index()] += (values[roll_index(dice)] - mean) as f64;
+        }
         plays.clear();
         generate_positions(variant, &board, dice, &mut plays);
         let player = players[mover.index()];
@@ -339,8 +381,25 @@ fn play_game(
                     .expect("a player evaluates every board")
                     .0
             }
+            Strategy::Bot { eval, settings } => {
+                let s = Search::plain(variant, &**eval);
+                with_scratch(|sc| s.rank(sc, &plays, settings.plies, &mut ranked))
+                    .expect("a player evaluates every board");
+                let seed = mix(choice_seed ^ mix(turn as u64));
+                let k = crate::bot::pick(&ranked, plays.len(), settings.noise, seed);
+                if plays.len() > 1 {
+                    let e = &mut choice_errors[mover.index()];
+                    e.0 += 1;
+                    e.1 += (ranked[0].1.equity() - ranked[k].1.equity()) as f64;
+                }
+                ranked[k].0
+            }
         };
         let play = plays[chosen];
+        if let Some(log) = log.as_deref_mut() {
+            log.turns.push((dice, board, play));
+            log.choice_errors = choice_errors;
+        }
         // The game's end, if any: its certain probabilities for `mover`, drawn or not.
         let end = match play_outcome(variant, &play) {
             Some(o) => Some((outcome_probabilities(o), o)),
@@ -367,15 +426,21 @@ fn play_game(
 }
 
 /// The result of pair `i`: A as White, then A as Black, on the same dice. Both
-/// results are from A's view.
+/// results are from A's view. Without a luck `reference` the adjusted results are
+/// the results; with `logs` the two games' turns are written there.
 pub fn play_pair(
     cfg: &MatchConfig,
     a: &Player,
     b: &Player,
-    reference: &Search,
+    reference: Option<&Search>,
     i: u32,
+    logs: Option<&mut [GameLog; 2]>,
 ) -> [GameResult; 2] {
     let dice_seed = mix(cfg.seed ^ mix(i as u64));
+    let (log1, log2) = match logs {
+        Some([l1, l2]) => (Some(l1), Some(l2)),
+        None => (None, None),
+    };
     let g1 = play_game(
         cfg.variant,
         [a, b],
@@ -383,6 +448,7 @@ pub fn play_pair(
         dice_seed,
         mix(dice_seed ^ 1),
         cfg.max_turns,
+        log1,
     );
     let mut g2 = play_game(
         cfg.variant,
@@ -391,6 +457,7 @@ pub fn play_pair(
         dice_seed,
         mix(dice_seed ^ 2),
         cfg.max_turns,
+        log2,
     );
     g2.points = -g2.points;
     g2.adjusted = -g2.adjusted;
@@ -414,7 +481,7 @@ pub fn run_match(
                 scope.spawn(move || {
                     (t as u32..cfg.pairs)
                         .step_by(threads)
-                        .map(|i| (i, play_pair(cfg, a, b, &reference, i)))
+                        .map(|i| (i, play_pair(cfg, a, b, Some(&reference), i, None)))
                         .collect::<Vec<_>>()
                 })
             })

@@ -20,7 +20,7 @@ use tavli_engine::rules::{Dice, Position};
 
 use tavli_engine::service::pb::tavli_engine_client::TavliEngineClient;
 use tavli_engine::service::{serve_with_web, ServerConfig};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -168,6 +168,58 @@ where
     (answered, retried)
 }
 
+/// An HTTP/2 frame (RFC 9113 §4.1) of `kind` on stream 0.
+pub fn h2_frame(kind: u8, flags: u8, payload: &[u8]) -> Vec<u8> {
+    let len = (payload.len() as u32).to_be_bytes();
+    let mut f = vec![len[1], len[2], len[3], kind, flags, 0, 0, 0, 0];
+    f.extend_from_slice(payload);
+    f
+}
+
+/// An HTTP/2 client that sends no request: the preface and an empty SETTINGS, then
+/// an acknowledgement of each SETTINGS and PING of the server, until the server ends
+/// the connection (end of stream). Returns the types of the frames it received
+/// (RFC 9113 §6: 4 SETTINGS, 6 PING, 7 GOAWAY, 8 WINDOW_UPDATE).
+pub async fn idle_h2_client<S: AsyncRead + AsyncWrite + Unpin>(
+    io: &mut S,
+) -> std::io::Result<Vec<u8>> {
+    io.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n").await?;
+    io.write_all(&h2_frame(4, 0, &[])).await?;
+    io.flush().await?;
+    let mut kinds = Vec::new();
+    loop {
+        let mut head = [0u8; 9];
+        match io.read_exact(&mut head).await {
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(kinds),
+            r => r?,
+        };
+        let len = u32::from_be_bytes([0, head[0], head[1], head[2]]) as usize;
+        let (kind, ack) = (head[3], head[4] & 1 == 1);
+        let mut payload = vec![0u8; len];
+        io.read_exact(&mut payload).await?;
+        kinds.push(kind);
+        match (kind, ack) {
+            (4, false) => io.write_all(&h2_frame(4, 1, &[])).await?,
+            (6, false) => io.write_all(&h2_frame(6, 1, &payload)).await?,
+            _ => continue,
+        }
+        io.flush().await?;
+    }
+}
+
+/// After the server has ended a connection (its end of stream read): whether the
+/// server still reads what the client sends, as in a lingering close. Three PINGs,
+/// 100 ms and 50 ms apart: a server that has closed its socket answers the first with
+/// a TCP reset, and a later write fails (`ECONNRESET`, `EPIPE`).
+pub async fn server_still_reads<S: AsyncWrite + Unpin>(io: &mut S) -> std::io::Result<()> {
+    for (i, pause) in [100, 50, 0].into_iter().enumerate() {
+        io.write_all(&h2_frame(6, 0, &[i as u8; 8])).await?;
+        io.flush().await?;
+        tokio::time::sleep(Duration::from_millis(pause)).await;
+    }
+    Ok(())
+}
+
 /// What [`PositionEvaluator::rank_plays`] answers.
 pub type Ranked = Result<Vec<RankedPlay>, EvalError>;
 
@@ -202,11 +254,20 @@ impl PositionEvaluator for Counting {
     }
 }
 
-/// `s` is `INVALID_ARGUMENT` on `field`: the message starts with `field: ` and the
-/// BadRequest details name it.
-pub fn assert_invalid(s: &Status, field: &str) {
-    assert_eq!(s.code(), Code::InvalidArgument, "{s:?}");
-    assert!(s.message().starts_with(&format!("{field}: ")), "{s:?}");
-    let br = s.get_details_bad_request().expect("BadRequest details");
-    assert_eq!(br.field_violations[0].field, field);
+/// Asserts an INVALID_ARGUMENT whose BadRequest names exactly `field` and whose
+/// message starts with it.
+#[track_caller]
+pub fn assert_invalid(status: &Status, field: &str) {
+    assert_eq!(status.code(), Code::InvalidArgument, "{status:?}");
+    let br = status
+        .get_details_bad_request()
+        .unwrap_or_else(|| panic!("no BadRequest in {status:?}"));
+    assert_eq!(br.field_violations.len(), 1, "{br:?}");
+    assert_eq!(br.field_violations[0].field, field, "{status:?}");
+    assert!(!br.field_violations[0].description.is_empty());
+    assert!(
+        status.message().starts_with(&format!("{field}: ")),
+        "message {:?} does not name {field}",
+        status.message()
+    );
 }
