@@ -607,6 +607,7 @@ impl TavliEngineService {
             plies: job.settings.plies,
             deadline,
             cancel,
+            measure: None,
         };
         let c = bot::choose(
             &**evaluator,
