@@ -526,8 +526,11 @@ pub struct Grade {
     /// The best play found: the ranking's first, or the play made when it values
     /// higher (or is forced).
     pub best: Play,
-    /// Mover's equity after the best play, points.
+    /// Mover's equity after the best play, points (with a measure, its normalised
+    /// equity: [`EvalOptions::points`]; so are `played_equity` and `error`).
     pub best_equity: f32,
+    /// Mover's probabilities after the best play.
+    pub best_probabilities: Probabilities,
     /// Mover's equity after the play made, points.
     pub played_equity: f32,
     /// Mover's probabilities after the play made.
@@ -548,7 +551,9 @@ pub struct Grade {
 /// 0 plies); the error is the best equity minus the play's, never negative (a play
 /// that values higher than the ranking's first becomes the best); a forced play has
 /// error 0 and no mark. The one method of `AnalyzeGame`'s turns and `Evaluate`'s
-/// `grade`.
+/// `grade`. With [`EvalOptions::measure`] (a match), `ranked` must be ranked by it
+/// and the values compared are normalised equities ([`EvalOptions::points`]), as
+/// GNU Backgammon measures match-play errors; without it, the equities bit for bit.
 ///
 /// Errors: [`EvalError::DeadlineExceeded`], [`EvalError::Cancelled`] (checked before
 /// the search), and the evaluator's.
@@ -563,20 +568,26 @@ pub fn grade_play(
     let idx = ranked
         .iter()
         .position(|r| r.play.position == played.position);
+    // Points by the ranking's measure: the equity itself without one (bit for bit).
+    let points = |r: &RankedPlay| match opts.measure {
+        None => r.equity,
+        Some(_) => opts.points(&r.probabilities),
+    };
     let (played_equity, played_probabilities) = match idx {
-        Some(i) if i == 0 || opts.plies == 0 => (ranked[i].equity, ranked[i].probabilities),
+        Some(i) if i == 0 || opts.plies == 0 => (points(&ranked[i]), ranked[i].probabilities),
         _ => {
             // Not the ranking's first: searched on its own at the same depth.
             opts.check()?;
             let e = evaluator.evaluate(&played.position, opts.clone())?;
             let p = e.probabilities.flip();
-            (p.equity(), p)
+            (opts.points(&p), p)
         }
     };
-    let (best, best_equity) = if played_equity > ranked[0].equity || legal_plays == 1 {
-        (played.clone(), played_equity)
+    let top = points(&ranked[0]);
+    let (best, best_equity, best_probabilities) = if played_equity > top || legal_plays == 1 {
+        (played.clone(), played_equity, played_probabilities)
     } else {
-        (ranked[0].play.clone(), ranked[0].equity)
+        (ranked[0].play.clone(), top, ranked[0].probabilities)
     };
     let error = if legal_plays == 1 {
         0.0
@@ -591,6 +602,7 @@ pub fn grade_play(
     Ok(Grade {
         best,
         best_equity,
+        best_probabilities,
         played_equity,
         played_probabilities,
         plies: opts.plies,

@@ -52,7 +52,7 @@ impl Probabilities {
 
 /// What each end of the game being played is worth to the mover, on a scale where
 /// more is better: in match play, the mover's match winning chance after that end
-/// (built by [`crate::matchequity::ScoreAware`] from the match equity table; 1 or 0
+/// (built by [`crate::matchequity::MatchScore::end_values`] from the match equity table; 1 or 0
 /// when the end finishes the match). A play is then worth the sum over the ends of
 /// their probability after it times their worth ([`EndValues::value`]), a linear
 /// function of its outcome probabilities.
@@ -107,14 +107,27 @@ impl EndValues {
         (self.win_single - self.lose_single) / 2.0
     }
 
+    /// An upper bound of the standard error of [`EndValues::value`] of estimated
+    /// probabilities, from the standard errors of the estimates of `win`,
+    /// `win_mars`, `lose_mars` and `draw`: the value is `lose_single` plus those
+    /// four estimates times `win_single − lose_single`, `win_mars − win_single`,
+    /// `lose_mars − lose_single` and `draw − lose_single`, and the standard
+    /// deviation of a sum is at most the sum of the standard deviations (the
+    /// estimates' covariances unknown). Used for a rollout's match winning chance.
+    pub fn standard_error_bound(&self, win: f64, win_mars: f64, lose_mars: f64, draw: f64) -> f64 {
+        (self.win_single - self.lose_single).abs() * win
+            + (self.win_mars - self.win_single).abs() * win_mars
+            + (self.lose_mars - self.lose_single).abs() * lose_mars
+            + (self.draw - self.lose_single).abs() * draw
+    }
+
     /// `value` as normalised equity, in points (GNU Backgammon's "EMG",
     /// equivalent-to-money-game, `mwc2eq`): `(2·value − (win_single + lose_single)) /
     /// (win_single − lose_single)`, +1 for a single win and −1 for a single loss. A
     /// difference of values divided by [`EndValues::per_point`] is the same
     /// difference in points.
     pub fn normalized(&self, value: f64) -> f64 {
-        (2.0 * value - (self.win_single + self.lose_single))
-            / (self.win_single - self.lose_single)
+        (2.0 * value - (self.win_single + self.lose_single)) / (self.win_single - self.lose_single)
     }
 }
 
@@ -258,7 +271,7 @@ pub struct EvalOptions {
     pub cancel: Option<CancelToken>,
     /// What a ranking compares the plays by at the root: `None`, the cubeless equity;
     /// `Some`, this measure of the game's ends (a match's winning chances,
-    /// [`crate::matchequity::ScoreAware`]), the move filter's threshold converted by
+    /// [`crate::matchequity::MatchScore::end_values`]), the move filter's threshold converted by
     /// [`EndValues::per_point`]. The search below the root is cubeless either way;
     /// an evaluation without a ranking ignores it.
     pub measure: Option<EndValues>,
@@ -277,6 +290,18 @@ impl EvalOptions {
     #[inline]
     pub fn check(&self) -> Result<(), EvalError> {
         self.stop_when().check()
+    }
+
+    /// What the mover's probabilities `p` are worth in points by [`Self::measure`]:
+    /// without a measure, the cubeless equity ([`Probabilities::equity`], bit for
+    /// bit); with one, the normalised equity of its value ([`EndValues::normalized`],
+    /// GNU Backgammon's EMG: a match's winning chance as points, so that an error
+    /// of 0.1 is as large at any score). Orders plays as the measure does.
+    pub fn points(&self, p: &Probabilities) -> f32 {
+        match &self.measure {
+            None => p.equity(),
+            Some(m) => m.normalized(m.value(p)) as f32,
+        }
     }
 }
 
