@@ -683,6 +683,7 @@ async fn grades_match_the_analysis(
         let what = format!("game {} turn {} at {plies} plies", t.game, t.turn);
         let resp = client
             .evaluate(pb::EvaluateRequest {
+                match_state: None,
                 position: Some(pb::evaluate_request::Position::Structured(
                     t.position.clone().unwrap(),
                 )),
