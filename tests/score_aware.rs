@@ -17,9 +17,11 @@ use std::sync::Arc;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use tavli_engine::analysis::{self, AnalysisOptions, Event, TurnAnalysis};
 use tavli_engine::eval::engine::Engine;
 use tavli_engine::eval::{EndValues, EvalOptions, PositionEvaluator, Probabilities, RankedPlay};
 use tavli_engine::matchequity::{match_winning_chance, MatchEquityTable, MatchScore};
+use tavli_engine::record::MatchRecord;
 use tavli_engine::rules::{legal_plays, position_id, Dice, Position, Side, Variant};
 use tavli_engine::service::pb::tavli_engine_client::TavliEngineClient;
 use tavli_engine::service::pb::{self, choose_play_request as cp, evaluate_request as ev};
@@ -583,4 +585,52 @@ async fn rollout_updates_carry_the_mwc_and_split_rollouts_still_merge() {
     assert_eq!(plain.probabilities, whole.probabilities);
     assert_eq!(plain.partial, whole.partial);
     server.shutdown().await.unwrap();
+}
+
+/// The analysis of `text` at 0 ply: its first turn and the first game's summary.
+fn first_turn(text: &str) -> (TurnAnalysis, &'static str) {
+    let record = MatchRecord::parse(text).unwrap();
+    let engine = Engine::load_default();
+    let mut first = None;
+    let mut measure = "";
+    let opts = AnalysisOptions::default();
+    analysis::analyze(&record, &engine, &opts, &mut |e| {
+        match e {
+            Event::Turn(t) if first.is_none() => first = Some(t.clone()),
+            Event::Game(g) if measure.is_empty() => measure = g.error_measure,
+            _ => {}
+        }
+        true
+    })
+    .unwrap();
+    (first.unwrap(), measure)
+}
+
+/// AnalyzeGame of a match record measures in normalised equity at each game's score:
+/// in a 1-point match (double match point, Portes: no draws) a play's normalised
+/// equity is `2·win − 1` exactly, its MWC its win probability; the same game as a
+/// session without a length is measured in cubeless equity, as before.
+#[test]
+fn a_match_record_is_analysed_in_normalised_equity() {
+    let game =
+        "\n Game 1 Portes opening 4-2\n alice : 0                      bob : 0\n  1) 31: 8/5 8/7\n";
+    let (t, measure) = first_turn(&format!(" 1 point match\n{game}"));
+    assert_eq!(measure, "normalized_equity");
+    let m = t.measure.expect("a match game");
+    assert_eq!(
+        (m.win_single, m.win_mars, m.lose_single, m.lose_mars),
+        (1.0, 1.0, 0.0, 0.0)
+    );
+    let p = t.played_probabilities;
+    assert_eq!(t.played_equity, (2.0 * p.win as f64 - 1.0) as f32);
+    assert_eq!(t.match_winning_chance.unwrap().0, p.win as f64);
+    assert_eq!(t.error, (t.best_equity - t.played_equity).max(0.0));
+    assert!(t.error > 0.0);
+    let (money, measure) = first_turn(&format!(" 0 point match\n{game}"));
+    assert_eq!(measure, "equity");
+    assert_eq!((money.measure, money.match_winning_chance), (None, None));
+    assert_eq!(money.played_equity, money.played_probabilities.equity());
+    // The same play, the same probabilities: only the measure differs.
+    assert_eq!(money.played_probabilities, p);
+    assert_ne!(money.played_equity, t.played_equity);
 }
