@@ -687,7 +687,7 @@ async fn grades_match_the_analysis(
         let what = format!("game {} turn {} at {plies} plies", t.game, t.turn);
         let resp = client
             .evaluate(pb::EvaluateRequest {
-                match_state: scores[t.game as usize - 1].clone(),
+                match_state: scores[t.game as usize - 1],
                 position: Some(pb::evaluate_request::Position::Structured(
                     t.position.clone().unwrap(),
                 )),

@@ -236,7 +236,7 @@ async fn inputs_a_match_a_finished_game_and_the_servers_depth() {
         position: Some(p),
         dice: dice_pb(Dice::new(6, 5).unwrap()),
         level: level_pb(Level::Best),
-        match_state: Some(five.clone()),
+        match_state: Some(five),
         seed: Some(1),
     };
     let gnubg = cp::Position::Gnubg(pb::GnubgPosition {

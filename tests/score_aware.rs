@@ -368,7 +368,7 @@ async fn bad_match_states_name_their_field() {
     ];
     for (field, m) in &cases {
         let e = c
-            .evaluate(evaluate_req(&start, None, Some(m.clone())))
+            .evaluate(evaluate_req(&start, None, Some(*m)))
             .await
             .unwrap_err();
         assert_invalid(&e, field);
@@ -377,7 +377,7 @@ async fn bad_match_states_name_their_field() {
                 position: Some(cp::Position::PositionId(position_id::to_id(&start))),
                 dice: dice_pb(Dice::new(3, 1).unwrap()),
                 level: pb::SkillLevel::Best as i32,
-                match_state: Some(m.clone()),
+                match_state: Some(*m),
                 seed: Some(1),
             })
             .await
@@ -389,7 +389,7 @@ async fn bad_match_states_name_their_field() {
                     position_id::to_id(&start),
                 )),
                 trials: 36,
-                match_state: Some(m.clone()),
+                match_state: Some(*m),
                 ..Default::default()
             })
             .await
@@ -436,7 +436,7 @@ async fn choose_play_in_a_match_is_ranked_by_mwc_and_reproducible() {
             let ranked = c
                 .evaluate(pb::EvaluateRequest {
                     plies,
-                    ..evaluate_req(&pos, Some(dice), Some(m.clone()))
+                    ..evaluate_req(&pos, Some(dice), Some(m))
                 })
                 .await
                 .unwrap()
@@ -446,7 +446,7 @@ async fn choose_play_in_a_match_is_ranked_by_mwc_and_reproducible() {
                 position: Some(cp::Position::PositionId(position_id::to_id(&pos))),
                 dice: dice_pb(dice),
                 level: level as i32,
-                match_state: Some(m.clone()),
+                match_state: Some(m),
                 seed: Some(seed),
             };
             let a = c.choose_play(req.clone()).await.unwrap().into_inner();
