@@ -185,10 +185,7 @@ async fn server() -> TestServer {
 }
 
 fn dice_pb(d: Dice) -> Option<pb::Dice> {
-    Some(pb::Dice {
-        die1: d.die1() as u32,
-        die2: d.die2() as u32,
-    })
+    Some(tavli_engine::service::convert::dice_to_pb(d))
 }
 
 fn ms(length: u32, white: u32, black: u32) -> pb::MatchState {
@@ -530,35 +527,12 @@ async fn rollout_updates_carry_the_mwc_and_split_rollouts_still_merge() {
     let bound = m.standard_error_bound(f(se.win), f(se.win_mars), f(se.lose_mars), f(se.draw));
     assert_eq!(whole.match_winning_chance_error_bound, Some(bound as f32));
     assert!(bound > 0.0);
-    let a = last_update(
-        &mut c,
-        req(
-            Some(pb::TrialRange {
-                first: 0,
-                count: 40,
-            }),
-            vec![],
-            0,
-        ),
-    )
-    .await;
-    let b = last_update(
-        &mut c,
-        req(
-            Some(pb::TrialRange {
-                first: 40,
-                count: 32,
-            }),
-            vec![],
-            0,
-        ),
-    )
-    .await;
-    let merged = last_update(
-        &mut c,
-        req(None, vec![b.partial.unwrap(), a.partial.unwrap()], 0),
-    )
-    .await;
+    let mut parts = Vec::new();
+    for (first, count) in [(40, 32), (0, 40)] {
+        let slice = req(Some(pb::TrialRange { first, count }), vec![], 0);
+        parts.push(last_update(&mut c, slice).await.partial.unwrap());
+    }
+    let merged = last_update(&mut c, req(None, parts, 0)).await;
     assert_eq!(merged, whole);
     // Without a match state the same rollout has no MWC, and the same estimates.
     let mut s = c
