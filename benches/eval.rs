@@ -138,6 +138,7 @@ fn search(c: &mut Criterion) {
                             plies,
                             deadline: None,
                             cancel: None,
+                            measure: None,
                         },
                     )
                     .unwrap()

@@ -38,6 +38,7 @@ fn requests(with_dice: bool) -> Vec<EvaluateRequest> {
             while pos.game_over().is_none() {
                 let d = Dice::new(rng.random_range(1..=6), rng.random_range(1..=6)).unwrap();
                 out.push(EvaluateRequest {
+                    match_state: None,
                     position: Some(P::PositionId(position_id::to_id(&pos))),
                     dice: with_dice.then_some(pb::Dice {
                         die1: d.die1() as u32,

@@ -94,6 +94,7 @@ fn main() {
     let evaluate: Vec<_> = cases
         .iter()
         .map(|(p, d)| pb::EvaluateRequest {
+            match_state: None,
             position: Some(pb::evaluate_request::Position::PositionId(id(p))),
             dice: dice(d),
             plies: 0,

@@ -39,8 +39,10 @@
 
 use crate::eval::rollout::{RolloutConfig, DEFAULT_TRIALS};
 use crate::eval::{
-    CancelToken, EvalError, EvalOptions, PositionEvaluator, Probabilities, RankedPlay, StopWhen,
+    CancelToken, EndValues, EvalError, EvalOptions, PositionEvaluator, Probabilities, RankedPlay,
+    StopWhen,
 };
+use crate::matchequity::MatchScore;
 use crate::record::{ActionKind, EndReason, GameRecord, MatchRecord};
 use crate::rules::{Dice, Play, Position, Side, Variant};
 use std::time::Instant;
@@ -206,11 +208,14 @@ pub struct AnalysisOptions {
 }
 
 impl AnalysisOptions {
-    fn eval(&self, plies: u8) -> EvalOptions {
+    /// The evaluation options at `plies`, comparing plays by `measure` (a match's end
+    /// values for the mover; `None`: equity).
+    fn eval(&self, plies: u8, measure: Option<EndValues>) -> EvalOptions {
         EvalOptions {
             plies,
             deadline: self.deadline,
             cancel: self.cancel.clone(),
+            measure,
         }
     }
 
@@ -273,6 +278,14 @@ pub struct TurnAnalysis {
     /// For a turn whose plays were rolled out: the rollouts' figures and the search's
     /// verdict.
     pub rollout: Option<RolloutVerdict>,
+    /// In a match game covered by the match equity table: the mover's end values,
+    /// which ranked the plays; the equities, errors and luck above are then
+    /// normalised equities (GNU Backgammon's EMG, [`EvalOptions::points`]).
+    /// `None`: cubeless equity (a session without a length).
+    pub measure: Option<EndValues>,
+    /// With `measure`: the mover's match winning chance after the play made and after
+    /// the best play, in `[0, 1]`.
+    pub match_winning_chance: Option<(f64, f64)>,
 }
 
 /// One player's figures over a game or a match.
@@ -396,6 +409,8 @@ pub struct GameSummary {
     /// Remarks: cube actions, a result that differs from Tavli's scoring, a
     /// resignation, a roll without a play.
     pub notes: Vec<String>,
+    /// What its errors and luck are measured in ([`error_measure`]).
+    pub error_measure: &'static str,
 }
 
 /// The summary of the whole record.
@@ -490,7 +505,9 @@ fn roll_index(d: Dice) -> usize {
 /// The luck of rolling `dice` in `pos` at `plies`: `(before, after, luck)` where
 /// `before` is the mean over the 21 rolls of the mover's best equity at `plies`
 /// (GNU Backgammon's `LuckNormal`). `after_known`: the best equity of `dice` at
-/// `plies` when the caller has it.
+/// `plies` when the caller has it. With `measure` (a match's end values for the
+/// mover), the best play of each roll is by it and "equity" is its normalised
+/// equity ([`EvalOptions::points`]), as GNU Backgammon measures match-play luck.
 pub fn luck(
     evaluator: &dyn PositionEvaluator,
     pos: &Position,
@@ -498,7 +515,9 @@ pub fn luck(
     plies: u8,
     opts: &AnalysisOptions,
     after_known: Option<f32>,
+    measure: Option<EndValues>,
 ) -> Result<(f32, f32, f32), EvalError> {
+    let eval = opts.eval(plies, measure);
     let mine = roll_index(dice);
     let mut mean = 0f64;
     let mut after = 0f32;
@@ -506,7 +525,13 @@ pub fn luck(
         opts.check()?;
         let best = match after_known {
             Some(v) if k == mine => v,
-            _ => evaluator.rank_plays(pos, roll, opts.eval(plies))?[0].equity,
+            _ => {
+                let best = &evaluator.rank_plays(pos, roll, eval.clone())?[0];
+                match measure {
+                    None => best.equity,
+                    Some(_) => eval.points(&best.probabilities),
+                }
+            }
         };
         if k == mine {
             after = best;
@@ -525,8 +550,11 @@ pub struct Grade {
     /// The best play found: the ranking's first, or the play made when it values
     /// higher (or is forced).
     pub best: Play,
-    /// Mover's equity after the best play, points.
+    /// Mover's equity after the best play, points (with a measure, its normalised
+    /// equity: [`EvalOptions::points`]; so are `played_equity` and `error`).
     pub best_equity: f32,
+    /// Mover's probabilities after the best play.
+    pub best_probabilities: Probabilities,
     /// Mover's equity after the play made, points.
     pub played_equity: f32,
     /// Mover's probabilities after the play made.
@@ -547,7 +575,9 @@ pub struct Grade {
 /// 0 plies); the error is the best equity minus the play's, never negative (a play
 /// that values higher than the ranking's first becomes the best); a forced play has
 /// error 0 and no mark. The one method of `AnalyzeGame`'s turns and `Evaluate`'s
-/// `grade`.
+/// `grade`. With [`EvalOptions::measure`] (a match), `ranked` must be ranked by it
+/// and the values compared are normalised equities ([`EvalOptions::points`]), as
+/// GNU Backgammon measures match-play errors; without it, the equities bit for bit.
 ///
 /// Errors: [`EvalError::DeadlineExceeded`], [`EvalError::Cancelled`] (checked before
 /// the search), and the evaluator's.
@@ -562,20 +592,26 @@ pub fn grade_play(
     let idx = ranked
         .iter()
         .position(|r| r.play.position == played.position);
+    // Points by the ranking's measure: the equity itself without one (bit for bit).
+    let points = |r: &RankedPlay| match opts.measure {
+        None => r.equity,
+        Some(_) => opts.points(&r.probabilities),
+    };
     let (played_equity, played_probabilities) = match idx {
-        Some(i) if i == 0 || opts.plies == 0 => (ranked[i].equity, ranked[i].probabilities),
+        Some(i) if i == 0 || opts.plies == 0 => (points(&ranked[i]), ranked[i].probabilities),
         _ => {
             // Not the ranking's first: searched on its own at the same depth.
             opts.check()?;
             let e = evaluator.evaluate(&played.position, opts.clone())?;
             let p = e.probabilities.flip();
-            (p.equity(), p)
+            (opts.points(&p), p)
         }
     };
-    let (best, best_equity) = if played_equity > ranked[0].equity || legal_plays == 1 {
-        (played.clone(), played_equity)
+    let top = points(&ranked[0]);
+    let (best, best_equity, best_probabilities) = if played_equity > top || legal_plays == 1 {
+        (played.clone(), played_equity, played_probabilities)
     } else {
-        (ranked[0].play.clone(), ranked[0].equity)
+        (ranked[0].play.clone(), top, ranked[0].probabilities)
     };
     let error = if legal_plays == 1 {
         0.0
@@ -590,6 +626,7 @@ pub fn grade_play(
     Ok(Grade {
         best,
         best_equity,
+        best_probabilities,
         played_equity,
         played_probabilities,
         plies: opts.plies,
@@ -598,26 +635,35 @@ pub fn grade_play(
     })
 }
 
-/// Analyses one turn: error, mark ([`grade_play`]), luck.
+/// Analyses one turn: error, mark ([`grade_play`]), luck; in a match game at `score`
+/// (covered by the match equity table), all of them in normalised equity from the
+/// mover's match winning chances.
 fn analyze_turn(
     evaluator: &dyn PositionEvaluator,
     t: &crate::record::Turn,
     opts: &AnalysisOptions,
+    score: Option<&MatchScore>,
 ) -> Result<TurnAnalysis, EvalError> {
     opts.check()?;
-    let ranked = evaluator.rank_plays(&t.position, t.dice, opts.eval(opts.plies))?;
+    let measure = score.map(|s| s.end_values(t.position.variant, t.position.turn));
+    let eval = opts.eval(opts.plies, measure);
+    let ranked = evaluator.rank_plays(&t.position, t.dice, eval.clone())?;
     let g = grade_play(
         evaluator,
         &t.play,
         t.legal_plays,
         &ranked,
         &opts.thresholds,
-        &opts.eval(opts.plies),
+        &eval,
     )?;
     // The roll's own ranking is the luck's one when the depths agree (and the dice are
     // in the order of `Dice::all_rolls`, so that the filter sees the same plays).
-    let after_known = (opts.luck_plies == opts.plies && t.dice.die1() >= t.dice.die2())
-        .then_some(ranked[0].equity);
+    let top = match measure {
+        None => ranked[0].equity,
+        Some(_) => eval.points(&ranked[0].probabilities),
+    };
+    let after_known =
+        (opts.luck_plies == opts.plies && t.dice.die1() >= t.dice.die2()).then_some(top);
     let (equity_before, equity_after_roll, luck) = luck(
         evaluator,
         &t.position,
@@ -625,6 +671,7 @@ fn analyze_turn(
         opts.luck_plies,
         opts,
         after_known,
+        measure,
     )?;
     let mut ta = TurnAnalysis {
         game_index: 0,
@@ -649,6 +696,11 @@ fn analyze_turn(
         luck_mark: LuckMark::of(luck),
         evaluation: format!("{}-ply", opts.plies),
         rollout: None,
+        measure,
+        match_winning_chance: measure.map(|m| {
+            let v = |p: &Probabilities| m.value(p).clamp(0.0, 1.0);
+            (v(&g.played_probabilities), v(&g.best_probabilities))
+        }),
     };
     if let Some(check) = opts.rollout.filter(|_| ta.mark != Mark::None) {
         roll_out_turn(evaluator, &mut ta, &ranked, &check, opts)?;
@@ -657,12 +709,15 @@ fn analyze_turn(
 }
 
 /// The rollout of the position after `play` (the opponent to move, no dice), turned
-/// to the mover's view: `(probabilities, equity, standard error of the equity)`.
+/// to the mover's view: `(probabilities, equity, standard error of the equity)`; with
+/// `measure`, the normalised equity and a bound of its standard error
+/// ([`EndValues::standard_error_bound`] over [`EndValues::per_point`]).
 fn roll_out_play(
     evaluator: &dyn PositionEvaluator,
     play: &Play,
     check: &RolloutCheck,
     opts: &AnalysisOptions,
+    measure: Option<EndValues>,
 ) -> Result<(Probabilities, f32, f32), EvalError> {
     let cfg = RolloutConfig {
         plies: check.plies,
@@ -678,7 +733,18 @@ fn roll_out_play(
         std::ops::ControlFlow::Continue(())
     })?;
     let p = r.probabilities.flip();
-    Ok((p, p.equity(), r.standard_errors.equity))
+    let se = &r.standard_errors;
+    Ok(match measure {
+        None => (p, p.equity(), se.equity),
+        Some(m) => {
+            let f = |x: f32| x as f64;
+            // The mover's view: its wins are the rollout's losses.
+            let bound =
+                m.standard_error_bound(f(se.lose), f(se.lose_mars), f(se.win_mars), f(se.draw));
+            let points = opts.eval(0, measure).points(&p);
+            (p, points, (bound / m.per_point()) as f32)
+        }
+    })
 }
 
 /// Rolls out the play made and the best [`RolloutCheck::candidates`] plays of
@@ -700,7 +766,7 @@ fn roll_out_turn(
     let mut values = Vec::with_capacity(plays.len());
     for p in &plays {
         opts.check()?;
-        values.push(roll_out_play(evaluator, p, check, opts)?);
+        values.push(roll_out_play(evaluator, p, check, opts, ta.measure)?);
     }
     // The best rollout equity; the play made (index 0) wins ties.
     let mut best = 0;
@@ -723,6 +789,10 @@ fn roll_out_turn(
     ta.best_equity = values[best].1;
     ta.played_equity = values[0].1;
     ta.played_probabilities = values[0].0;
+    if let Some(m) = ta.measure {
+        let v = |p: &Probabilities| m.value(p).clamp(0.0, 1.0);
+        ta.match_winning_chance = Some((v(&values[0].0), v(&values[best].0)));
+    }
     ta.error = (ta.best_equity - ta.played_equity).max(0.0);
     ta.mark = opts.thresholds.mark(ta.error);
     ta.evaluation = "rollout".to_string();
@@ -730,8 +800,35 @@ fn roll_out_turn(
     Ok(())
 }
 
+/// The score before game `g` of `record` when it is a match game the match equity
+/// table covers: the record's score line (for a text record checked against the
+/// ends of the games before, for structured games their sums: as AdvanceMatch adds
+/// them, R2). `None` for a session without a length, and for a game of a match
+/// longer than the table covers while a side is more than 25 points away (such a
+/// game is measured in equity).
+pub fn game_score(record: &MatchRecord, g: &GameRecord) -> Option<MatchScore> {
+    (record.length > 0)
+        .then(|| MatchScore::new(record.length, g.score).ok())
+        .flatten()
+}
+
+/// What the errors and luck of a game are measured in: `equity` (cubeless equity,
+/// points) or, for a match game at a score ([`game_score`]), `normalized_equity` (the
+/// normalised equity of the mover's match winning chances, GNU Backgammon's EMG, in
+/// points: the thresholds and ratings mean the same).
+pub fn error_measure(match_game: bool) -> &'static str {
+    if match_game {
+        "normalized_equity"
+    } else {
+        "equity"
+    }
+}
+
 /// Analyses every game of `record`, calling `on` after each turn and each game (in
-/// order); `on` returning `false` stops the work with [`EvalError::Cancelled`].
+/// order); `on` returning `false` stops the work with [`EvalError::Cancelled`]. The
+/// turns of a match game are measured by the mover's match winning chance at the
+/// game's score ([`game_score`], [`TurnAnalysis::measure`]); a session without a
+/// length in cubeless equity.
 ///
 /// Errors: [`EvalError::DeadlineExceeded`], [`EvalError::Cancelled`],
 /// [`EvalError::Unavailable`] (no evaluator for a variant's contact positions), and
@@ -746,12 +843,13 @@ pub fn analyze(
     for (gi, g) in record.games.iter().enumerate() {
         let mut stats = [PlayerStats::default(), PlayerStats::default()];
         let mut turn = 0;
+        let score = game_score(record, g);
         for a in &g.actions {
             let ActionKind::Play(t) = &a.kind else {
                 continue;
             };
             turn += 1;
-            let mut ta = analyze_turn(evaluator, t, opts)?;
+            let mut ta = analyze_turn(evaluator, t, opts, score.as_ref())?;
             ta.game_index = gi;
             ta.game_number = g.number;
             ta.turn = turn;
@@ -773,6 +871,7 @@ pub fn analyze(
             stats,
             cube_actions: g.cube_actions() as u32,
             notes: notes(g),
+            error_measure: error_measure(score.is_some()),
         };
         if !on(Event::Game(&summary)) {
             return Err(EvalError::Cancelled);

@@ -20,13 +20,15 @@
 //! [`Level::noise`] and [`Level::plies`] are that table; a test checks that the
 //! documentation gives the same numbers.
 //!
-//! Ranking measure: plays are compared by cubeless equity ([`Measure::Equity`]). A
-//! match score ([`MatchScore`]) is accepted and checked; ranking by match winning
-//! chances needs a match equity table and is the hook [`Measure::for_match`].
+//! Ranking measure: a single game's plays are compared by cubeless equity
+//! ([`Measure::Equity`]); a match's ([`MatchScore`]) by the mover's match winning
+//! chance from the match equity table ([`Measure::for_match`]), the level's noise
+//! then added to the normalised equity (points, [`pick_by`]).
 
-use crate::eval::{EvalError, EvalOptions, PositionEvaluator, Probabilities};
+use crate::eval::{EndValues, EvalError, EvalOptions, PositionEvaluator, Probabilities};
+pub use crate::matchequity::MatchScore;
 use crate::rules::play::to_play;
-use crate::rules::{Dice, Play, Position, RulesError, Side, Variant};
+use crate::rules::{Dice, Play, Position, Side, Variant};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -166,59 +168,39 @@ impl Settings {
 }
 
 /// What ranks the plays.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Measure {
     /// Cubeless equity, points per game (R7).
     Equity,
+    /// The mover's match winning chance, from what each end of the game is worth at
+    /// the match's score ([`MatchScore::end_values`]).
+    MatchWinningChance(EndValues),
 }
 
 impl Measure {
-    /// Its name in the answer: `equity`.
+    /// Its name in the answer: `equity` or `match_winning_chance`.
     pub fn name(self) -> &'static str {
         match self {
             Measure::Equity => "equity",
+            Measure::MatchWinningChance(_) => "match_winning_chance",
         }
     }
 
-    /// The measure for a game played at `score` (none: a single game). Today every
-    /// game is ranked by equity; the match-score-aware ranking (match winning chances
-    /// from a match equity table) is to be returned here for a match score.
-    pub fn for_match(score: Option<&MatchScore>) -> Measure {
-        let _ = score;
-        Measure::Equity
+    /// The measure of a game of `variant` played at `score` by `mover`: equity for a
+    /// single game (no score), match winning chances in a match.
+    pub fn for_match(score: Option<&MatchScore>, variant: Variant, mover: Side) -> Measure {
+        match score {
+            None => Measure::Equity,
+            Some(s) => Measure::MatchWinningChance(s.end_values(variant, mover)),
+        }
     }
-}
 
-/// A match score, checked: a match still going on (R2).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct MatchScore {
-    /// Points to win the match, at least 1.
-    pub length: u32,
-    /// Points so far, indexed by [`Side::index`], each below `length`.
-    pub score: [u32; 2],
-}
-
-impl MatchScore {
-    /// A score of a match going on. Errors (field `length`, `score_white`,
-    /// `score_black`): a length of 0; a score at or past the length (the match is
-    /// over).
-    pub fn new(length: u32, score: [u32; 2]) -> Result<MatchScore, RulesError> {
-        if length == 0 {
-            return Err(RulesError::invalid(
-                "length",
-                "match length must be at least 1",
-            ));
+    /// The end values a ranking compares plays by ([`EvalOptions::measure`]).
+    pub fn end_values(self) -> Option<EndValues> {
+        match self {
+            Measure::Equity => None,
+            Measure::MatchWinningChance(m) => Some(m),
         }
-        for side in [Side::White, Side::Black] {
-            let s = score[side.index()];
-            if s >= length {
-                return Err(RulesError::invalid(
-                    format!("score_{}", side.name()),
-                    format!("{s} points reach the match length {length}: the match is over"),
-                ));
-            }
-        }
-        Ok(MatchScore { length, score })
     }
 }
 
@@ -229,10 +211,14 @@ pub struct Choice {
     pub play: Play,
     /// The mover's probabilities after it, at the search's depth (without noise).
     pub probabilities: Probabilities,
-    /// Its value: the mover's equity after it (without noise), points.
+    /// Its value (without noise), points: the mover's equity after it, or in a
+    /// match its normalised equity ([`EvalOptions::points`]).
     pub value: f32,
-    /// The best play's value (the first of the ranking), points.
+    /// The best play's value (the first of the ranking), points, as `value`.
     pub best_value: f32,
+    /// In a match: the mover's match winning chance after the play made and after
+    /// the best play, in `[0, 1]` ([`EndValues::value`]).
+    pub match_winning_chance: Option<(f64, f64)>,
     /// Which evaluator ranked the plays (e.g. `net-portes-v2`, `bearoff-exact`).
     pub evaluator: String,
     /// Plies searched (0 in a no-contact bear-off, which is exact).
@@ -254,8 +240,22 @@ fn normal(rng: &mut ChaCha8Rng) -> f32 {
 /// ([`crate::eval::RawRanking::ranked`]) over `plays` legal plays. Each play `i` gets
 /// the `i`-th deviate of ChaCha8 seeded with `seed`, times `noise`, added to its
 /// equity; the highest noisy equity is made (the earlier in `ranked` on a tie).
-/// Without noise it is the first, whatever the seed.
+/// Without noise it is the first, whatever the seed. [`pick_by`] with the equity.
 pub fn pick(ranked: &[(usize, Probabilities, u8)], plays: usize, noise: f32, seed: u64) -> usize {
+    pick_by(ranked, plays, noise, seed, &EvalOptions::default())
+}
+
+/// [`pick`] with each play valued in points by `by` ([`EvalOptions::points`]: the
+/// equity, or with a measure its normalised equity, so that a level's noise in
+/// points means the same at any match score: noise `σ` on the normalised equity is
+/// `σ ·` [`EndValues::per_point`] on the match winning chance).
+pub fn pick_by(
+    ranked: &[(usize, Probabilities, u8)],
+    plays: usize,
+    noise: f32,
+    seed: u64,
+    by: &EvalOptions,
+) -> usize {
     if noise <= 0.0 || ranked.len() < 2 {
         return 0;
     }
@@ -263,7 +263,7 @@ pub fn pick(ranked: &[(usize, Probabilities, u8)], plays: usize, noise: f32, see
     let z: Vec<f32> = (0..plays).map(|_| normal(&mut rng)).collect();
     let mut best = (0, f32::NEG_INFINITY);
     for (k, &(i, p, _)) in ranked.iter().enumerate() {
-        let v = p.equity() + noise * z[i];
+        let v = by.points(&p) + noise * z[i];
         if v > best.1 {
             best = (k, v);
         }
@@ -272,8 +272,10 @@ pub fn pick(ranked: &[(usize, Probabilities, u8)], plays: usize, noise: f32, see
 }
 
 /// The play of `pos` with `dice` made with `settings` and `seed`. `opts` carries the
-/// deadline and the cancellation (its `plies` is replaced by the settings'); `score`
-/// is the match score, if any ([`Measure::for_match`]). Errors: those of
+/// deadline and the cancellation (its `plies` is replaced by the settings', its
+/// `measure` by the score's); `score` is the match score, if any: the plays are then
+/// ranked by the mover's match winning chance ([`Measure::for_match`]) and the noise
+/// added to their normalised equity ([`pick_by`]). Errors: those of
 /// [`PositionEvaluator::rank_raw_plays`] (an invalid position, a finished game, no
 /// evaluator, the deadline, cancellation).
 pub fn choose(
@@ -285,22 +287,25 @@ pub fn choose(
     score: Option<&MatchScore>,
     opts: EvalOptions,
 ) -> Result<Choice, EvalError> {
-    let measure = Measure::for_match(score);
-    let r = evaluator.rank_raw_plays(
-        pos,
-        dice,
-        EvalOptions {
-            plies: settings.plies,
-            ..opts
-        },
-    )?;
-    let k = pick(&r.ranked, r.plays.len(), settings.noise, seed);
+    let measure = Measure::for_match(score, pos.variant, pos.turn);
+    let opts = EvalOptions {
+        plies: settings.plies,
+        measure: measure.end_values(),
+        ..opts
+    };
+    let r = evaluator.rank_raw_plays(pos, dice, opts.clone())?;
+    let k = pick_by(&r.ranked, r.plays.len(), settings.noise, seed, &opts);
     let (i, p, _) = r.ranked[k];
+    let best = r.ranked[0].1;
+    let mwc = measure
+        .end_values()
+        .map(|m| (m.value(&p).clamp(0.0, 1.0), m.value(&best).clamp(0.0, 1.0)));
     Ok(Choice {
         play: to_play(pos.variant, pos.turn, &r.plays[i]),
         probabilities: p,
-        value: p.equity(),
-        best_value: r.ranked[0].1.equity(),
+        value: opts.points(&p),
+        best_value: opts.points(&best),
+        match_winning_chance: mwc,
         evaluator: r.evaluator,
         plies: r.plies,
         measure,
@@ -339,14 +344,14 @@ mod tests {
                 score: [4, 0]
             }
         );
-        let field = |r: Result<MatchScore, RulesError>| match r {
-            Err(RulesError::Invalid { field, .. }) => field,
-            other => panic!("{other:?}"),
-        };
-        assert_eq!(field(MatchScore::new(0, [0, 0])), "length");
-        assert_eq!(field(MatchScore::new(3, [3, 0])), "score_white");
-        assert_eq!(field(MatchScore::new(3, [1, 7])), "score_black");
-        assert_eq!(Measure::for_match(None).name(), "equity");
+        let m = Measure::for_match(
+            MatchScore::new(3, [1, 1]).ok().as_ref(),
+            Variant::Fevga,
+            Side::Black,
+        );
+        assert_eq!(m.name(), "match_winning_chance");
+        let none = Measure::for_match(None, Variant::Fevga, Side::Black);
+        assert_eq!((none.name(), none.end_values()), ("equity", None));
     }
 
     #[test]

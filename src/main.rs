@@ -385,6 +385,43 @@ struct EvalArgs {
     /// AnalyzeGame grades a turn: its equity at --plies, the error and its mark).
     #[arg(long)]
     grade: Option<String>,
+    #[command(flatten)]
+    game_match: MatchArgs,
+}
+
+/// The match a position is played in (`match_state` of Evaluate and ChoosePlay).
+#[derive(Args, Debug)]
+struct MatchArgs {
+    /// The match being played: its length in points (with --score); the plays are
+    /// then ranked by match winning chance (docs/match-equity.md).
+    #[arg(long)]
+    match_length: Option<u32>,
+    /// The match score before this game, White's points then Black's, e.g. 2-1 (with
+    /// --match-length).
+    #[arg(long, requires = "match_length")]
+    score: Option<String>,
+}
+
+impl MatchArgs {
+    /// The request's `match_state`, if a match is given.
+    fn state(&self) -> Result<Option<pb::MatchState>, BoxError> {
+        let Some(length) = self.match_length else {
+            return Ok(None);
+        };
+        let (white, black) = match self.score.as_deref() {
+            None => (0, 0),
+            Some(s) => s
+                .split_once('-')
+                .and_then(|(w, b)| Some((w.trim().parse().ok()?, b.trim().parse().ok()?)))
+                .ok_or_else(|| format!("score: {s:?} is not WHITE-BLACK, e.g. 2-1"))?,
+        };
+        Ok(Some(pb::MatchState {
+            length,
+            score_white: white,
+            score_black: black,
+            ..pb::MatchState::default()
+        }))
+    }
 }
 
 #[derive(Args, Debug)]
@@ -402,12 +439,8 @@ struct ChooseArgs {
     /// printed].
     #[arg(long)]
     seed: Option<u64>,
-    /// The match being played: its length in points (with --score).
-    #[arg(long)]
-    match_length: Option<u32>,
-    /// The match score, White's points then Black's, e.g. 2-1 (with --match-length).
-    #[arg(long, requires = "match_length")]
-    score: Option<String>,
+    #[command(flatten)]
+    game_match: MatchArgs,
     /// The deepest search of any level, as the server's --max-plies (0..=2).
     #[arg(long, default_value_t = MAX_PLIES,
           value_parser = clap::value_parser!(u8).range(0..=MAX_PLIES as i64))]
@@ -647,6 +680,7 @@ fn eval(a: EvalArgs) -> Result<String, BoxError> {
             play: Some(pb::play_to_grade::Play::Notation(notation)),
             thresholds: None,
         }),
+        match_state: a.game_match.state()?,
     };
     let resp = service(true).evaluate(&req, None)?;
     if a.pos.json {
@@ -659,9 +693,21 @@ fn eval(a: EvalArgs) -> Result<String, BoxError> {
         "equity {:+.3}  win {:.3}  win-mars {:.3}  lose {:.3}  lose-mars {:.3}  draw {:.3}  ({}, {} plies)",
         resp.equity, p.win, p.win_mars, p.lose, p.lose_mars, p.draw, resp.evaluator, resp.plies
     )?;
+    if let Some(mwc) = resp.match_winning_chance {
+        writeln!(
+            out,
+            "match winning chance {:.2}%  (normalised equity {:+.3}; plays ranked by {})",
+            100.0 * mwc,
+            resp.normalized_equity.unwrap_or_default(),
+            resp.ranking
+        )?;
+    }
     for (i, r) in resp.ranked_plays.iter().enumerate() {
         let notation = r.play.as_ref().map_or("", |p| p.notation.as_str());
         write!(out, "{:>3}. {notation:<24} {:+.3}", i + 1, r.equity)?;
+        if let Some(mwc) = r.match_winning_chance {
+            write!(out, "  mwc {:.2}%", 100.0 * mwc)?;
+        }
         // A play the move filter left at a lower depth (docs/evaluation.md).
         if r.plies < a.plies {
             write!(out, "  ({}-ply)", r.plies)?;
@@ -700,24 +746,7 @@ fn choose(a: ChooseArgs) -> Result<String, BoxError> {
         "SKILL_LEVEL_{}",
         level.name().replace('-', "_").to_uppercase()
     );
-    let match_state = match a.match_length {
-        None => None,
-        Some(length) => {
-            let (white, black) = match a.score.as_deref() {
-                None => (0, 0),
-                Some(s) => s
-                    .split_once('-')
-                    .and_then(|(w, b)| Some((w.trim().parse().ok()?, b.trim().parse().ok()?)))
-                    .ok_or_else(|| format!("score: {s:?} is not WHITE-BLACK, e.g. 2-1"))?,
-            };
-            Some(pb::MatchState {
-                length,
-                score_white: white,
-                score_black: black,
-                ..pb::MatchState::default()
-            })
-        }
-    };
+    let match_state = a.game_match.state()?;
     let req = pb::ChoosePlayRequest {
         position: Some(position_oneof!(choose_play_request, a.pos)),
         dice: Some(dice_pb(&a.dice)?),
@@ -749,6 +778,14 @@ fn choose(a: ChooseArgs) -> Result<String, BoxError> {
         resp.ranking,
         resp.seed
     )?;
+    if let (Some(m), Some(b)) = (resp.match_winning_chance, resp.best_match_winning_chance) {
+        writeln!(
+            out,
+            "match winning chance {:.2}%  best {:.2}%  (equity above: normalised)",
+            100.0 * m,
+            100.0 * b
+        )?;
+    }
     Ok(out)
 }
 

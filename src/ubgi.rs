@@ -515,6 +515,7 @@ fn deepened<T>(
             plies,
             deadline,
             cancel: Some(cancel),
+            measure: None,
         })
     }) {
         Err(EvalError::DeadlineExceeded | EvalError::Cancelled) => Ok(shallow),

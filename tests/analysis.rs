@@ -159,7 +159,7 @@ fn luck_of_all_rolls_averages_to_zero_at_one_ply() {
     let mut sum = 0f64;
     let mut before = None;
     for d in Dice::all_rolls() {
-        let (b, after, luck) = analysis::luck(&engine, &pos, d, 1, &o, None).unwrap();
+        let (b, after, luck) = analysis::luck(&engine, &pos, d, 1, &o, None, None).unwrap();
         assert!((after - b - luck).abs() < 1e-6);
         sum += weight(d) * luck as f64;
         before.get_or_insert(b);
@@ -198,8 +198,9 @@ fn rolled_out(engine: &Engine, play: &rules::Play, check: &RolloutCheck) -> (f32
 #[test]
 fn flagged_play_is_valued_by_rollouts_of_the_play_made_and_the_best_plays() {
     // The opening blunder above (R4, 3-1: 8/5 8/7), flagged at 0 ply, rolled out with
-    // the two best plays of the 0-ply ranking.
-    let text = " 1 point match\n\n Game 1 Portes opening 4-2\n alice : 0                      bob : 0\n  1) 31: 8/5 8/7\n";
+    // the two best plays of the 0-ply ranking. A session without a length (money
+    // play): the figures are cubeless equities (a match's would be normalised).
+    let text = " 0 point match\n\n Game 1 Portes opening 4-2\n alice : 0                      bob : 0\n  1) 31: 8/5 8/7\n";
     let r = MatchRecord::parse(text).unwrap();
     let engine = Engine::load_default();
     let search = turns_of(&r, &engine, &opts(0, 0)).remove(0);

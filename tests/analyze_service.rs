@@ -669,7 +669,10 @@ fn games(items: &[Item]) -> Vec<pb::GameSummary> {
 }
 
 /// Grades each turn's play with `Evaluate` (`grade`) and checks that the loss, the
-/// mark, both equities and the best play are exactly AnalyzeGame's for that turn.
+/// mark, both equities and the best play are exactly AnalyzeGame's for that turn;
+/// `scores[g]` is the match state before game `g` (0-based) of a match record, with
+/// which Evaluate grades by match winning chance as AnalyzeGame does (and gives the
+/// same MWCs), or `None` (money play).
 /// Returns how many turns had their play left at 0 plies by the ranking's move
 /// filter with an error, and how many of those a hint read off the ranking (best
 /// equity minus the play's ranked equity) would have got wrong.
@@ -677,12 +680,14 @@ async fn grades_match_the_analysis(
     client: &mut TavliEngineClient<Channel>,
     analysed: &[pb::TurnAnalysis],
     plies: u32,
+    scores: &[Option<pb::MatchState>],
 ) -> (usize, usize) {
     let (mut filtered, mut naive_differs) = (0, 0);
     for t in analysed {
         let what = format!("game {} turn {} at {plies} plies", t.game, t.turn);
         let resp = client
             .evaluate(pb::EvaluateRequest {
+                match_state: scores[t.game as usize - 1],
                 position: Some(pb::evaluate_request::Position::Structured(
                     t.position.clone().unwrap(),
                 )),
@@ -705,6 +710,10 @@ async fn grades_match_the_analysis(
         assert_eq!(g.best_play.unwrap().notation, t.best_play, "{what}");
         assert_eq!((g.legal_plays, g.plies), (t.legal_plays, plies), "{what}");
         assert_eq!(g.probabilities, t.probabilities, "{what}");
+        assert_eq!(g.match_winning_chance, t.match_winning_chance, "{what}");
+        let best_mwc = (g.best_match_winning_chance, t.best_match_winning_chance);
+        assert_eq!(best_mwc.0, best_mwc.1, "{what}");
+        assert_eq!(g.match_winning_chance.is_some(), scores[0].is_some());
         let ranked = &resp.ranked_plays;
         let mine = ranked
             .iter()
@@ -712,7 +721,8 @@ async fn grades_match_the_analysis(
             .unwrap();
         if mine.plies < plies && t.error > 0.0 {
             filtered += 1;
-            let naive = ranked[0].equity - mine.equity;
+            let value = |r: &pb::RankedPlay| r.normalized_equity.unwrap_or(r.equity);
+            let naive = value(&ranked[0]) - value(mine);
             naive_differs += usize::from(naive.to_bits() != t.error.to_bits());
         }
     }
@@ -722,19 +732,43 @@ async fn grades_match_the_analysis(
 /// A hint from `Evaluate` grades a play exactly as AnalyzeGame does: the same loss,
 /// mark and equities for every turn of the Tavli match (Portes, Plakoto, Fevga) at
 /// 1 ply, and for the first turns of each game at 2 plies; among them plays the
-/// ranking left at 0 plies, whose loss read off the ranking would differ.
+/// ranking left at 0 plies, whose loss read off the ranking would differ. The
+/// 3-point match is analysed by match winning chance, each game at its score (the
+/// record's score lines), and Evaluate given that score grades the same; the
+/// structured record has no length (money play).
 #[tokio::test]
 async fn evaluate_grades_a_play_as_analyze_game_does() {
     let server = start(64).await;
     let mut client = server.client().await;
     let text = file("tavli/tavli-3p-match.mat");
-    let one_ply = turns(&collect(&mut client, text_request(text.clone(), 1)).await);
+    let items = collect(&mut client, text_request(text.clone(), 1)).await;
+    let Some(Item::Record(head)) = items.first() else {
+        panic!("{items:?}")
+    };
+    assert_eq!(head.error_measure, "normalized_equity");
+    assert!(games(&items)
+        .iter()
+        .all(|g| g.error_measure == "normalized_equity"));
+    let one_ply = turns(&items);
     assert_eq!(one_ply.len(), 182);
-    let (filtered, naive) = grades_match_the_analysis(&mut client, &one_ply, 1).await;
+    let record = MatchRecord::parse(&text).unwrap();
+    assert_eq!(record.length, 3);
+    let scores: Vec<_> = record
+        .games
+        .iter()
+        .map(|g| {
+            Some(pb::MatchState {
+                length: 3,
+                score_white: g.score[0],
+                score_black: g.score[1],
+                ..Default::default()
+            })
+        })
+        .collect();
+    let (filtered, naive) = grades_match_the_analysis(&mut client, &one_ply, 1, &scores).await;
     assert!(filtered > 0 && naive > 0, "{filtered} {naive}");
 
     // The first 8 turns of each game, as a structured record, at 2 plies.
-    let record = MatchRecord::parse(&text).unwrap();
     let games = record
         .games
         .iter()
@@ -773,7 +807,7 @@ async fn evaluate_grades_a_play_as_analyze_game_does() {
     };
     let two_ply = turns(&collect(&mut client, req).await);
     assert_eq!(two_ply.len(), 24);
-    grades_match_the_analysis(&mut client, &two_ply, 2).await;
+    grades_match_the_analysis(&mut client, &two_ply, 2, &[None, None, None]).await;
 }
 
 /// A structured match whose games end by resignation and time-out (the project's

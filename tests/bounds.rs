@@ -306,6 +306,7 @@ fn opts(plies: u8) -> EvalOptions {
         plies,
         deadline: None,
         cancel: None,
+        measure: None,
     }
 }
 

@@ -84,6 +84,17 @@ async fn evaluate_top(
     dice: Dice,
     plies: u32,
 ) -> Vec<pb::RankedPlay> {
+    evaluate_top_in(c, pos, dice, plies, None).await
+}
+
+/// [`evaluate_top`] of a position played in a match.
+async fn evaluate_top_in(
+    c: &mut TavliEngineClient<Channel>,
+    pos: &Position,
+    dice: Dice,
+    plies: u32,
+    match_state: Option<pb::MatchState>,
+) -> Vec<pb::RankedPlay> {
     c.evaluate(pb::EvaluateRequest {
         position: Some(pb::evaluate_request::Position::PositionId(
             position_id::to_id(pos),
@@ -91,6 +102,7 @@ async fn evaluate_top(
         dice: dice_pb(dice),
         plies,
         grade: None,
+        match_state,
     })
     .await
     .unwrap()
@@ -213,17 +225,18 @@ async fn a_seed_reproduces_the_answer() {
 async fn inputs_a_match_a_finished_game_and_the_servers_depth() {
     let server = server(0).await;
     let mut c = server.client().await;
+    let five = pb::MatchState {
+        length: 5,
+        score_white: 4,
+        score_black: 3,
+        variant: pb::Variant::Portes as i32,
+        ..Default::default()
+    };
     let by = |p: cp::Position| pb::ChoosePlayRequest {
         position: Some(p),
         dice: dice_pb(Dice::new(6, 5).unwrap()),
         level: level_pb(Level::Best),
-        match_state: Some(pb::MatchState {
-            length: 5,
-            score_white: 4,
-            score_black: 3,
-            variant: pb::Variant::Portes as i32,
-            ..Default::default()
-        }),
+        match_state: Some(five),
         seed: Some(1),
     };
     let gnubg = cp::Position::Gnubg(pb::GnubgPosition {
@@ -236,14 +249,17 @@ async fn inputs_a_match_a_finished_game_and_the_servers_depth() {
     for p in [gnubg, xgid, id] {
         answers.push(c.choose_play(by(p)).await.unwrap().into_inner());
     }
-    // 6-5 from the Portes start: the best play at 0 ply (the server's cap).
+    // 6-5 from the Portes start: the best play at 0 ply (the server's cap), by
+    // match winning chance at 4-3 of 5, as Evaluate ranks it with the same match.
     let start = Position::start(Variant::Portes, Side::White);
-    let top = evaluate_top(&mut c, &start, Dice::new(6, 5).unwrap(), 0).await;
+    let top = evaluate_top_in(&mut c, &start, Dice::new(6, 5).unwrap(), 0, Some(five)).await;
     for a in &answers {
         assert_eq!(a, &answers[0]);
         assert_eq!(a.plies, 0);
         assert_eq!(a.play, top[0].play);
-        assert_eq!(a.ranking, "equity");
+        assert_eq!(a.ranking, "match_winning_chance");
+        assert_eq!(a.match_winning_chance, top[0].match_winning_chance);
+        assert_eq!(Some(a.equity), top[0].normalized_equity);
     }
     // A last checker borne off with the opponent's all on its start: a mars (R7).
     let a = c

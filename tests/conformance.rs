@@ -55,6 +55,7 @@ fn game_record() -> String {
 /// `Evaluate` of the Portes start without dice at 0 plies.
 fn evaluate_start() -> pb::EvaluateRequest {
     pb::EvaluateRequest {
+        match_state: None,
         position: Some(pb::evaluate_request::Position::PositionId(
             PORTES_START.into(),
         )),

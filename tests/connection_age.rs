@@ -74,6 +74,7 @@ async fn server(age: f64, grace: f64, slow: Duration) -> (TestServer, Arc<AgeEva
 /// `Evaluate` of the Portes start (no dice) at `plies`, as a gRPC request body.
 fn evaluate(plies: u32) -> Bytes {
     grpc_frame(&pb::EvaluateRequest {
+        match_state: None,
         position: Some(pb::evaluate_request::Position::PositionId(
             PORTES_START.into(),
         )),

@@ -77,6 +77,7 @@ fn probabilities_are_consistent_on_random_positions() {
                         plies,
                         deadline: None,
                         cancel: None,
+                        measure: None,
                     },
                 )
                 .unwrap();
@@ -145,6 +146,7 @@ fn forced_play_is_the_best_play() {
                     plies,
                     deadline: None,
                     cancel: None,
+                    measure: None,
                 },
             )
             .unwrap();
@@ -165,6 +167,7 @@ fn deadline_is_respected() {
                 plies: 2,
                 deadline: past,
                 cancel: None,
+                measure: None,
             }
         ),
         Err(EvalError::DeadlineExceeded)
@@ -178,6 +181,7 @@ fn deadline_is_respected() {
                     plies: 1,
                     deadline: past,
                     cancel: None,
+                    measure: None,
                 }
             )
             .map(|r| r.len()),
@@ -192,6 +196,7 @@ fn deadline_is_respected() {
                 plies: 1,
                 deadline: later,
                 cancel: None,
+                measure: None,
             }
         )
         .is_ok());

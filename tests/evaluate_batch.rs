@@ -41,6 +41,7 @@ async fn server(config: ServerConfig) -> TavliEngineClient<Channel> {
 
 fn by_id(pos: &Position, dice: Option<Dice>, plies: u32) -> EvaluateRequest {
     EvaluateRequest {
+        match_state: None,
         position: Some(P::PositionId(position_id::to_id(pos))),
         dice: dice.map(|d| pb::Dice {
             die1: d.die1() as u32,
@@ -94,12 +95,14 @@ fn mixed_requests() -> Vec<EvaluateRequest> {
         .collect();
     let start = Position::start(Variant::Portes, Side::White);
     reqs.push(EvaluateRequest {
+        match_state: None,
         position: Some(P::Xgid(xgid::to_xgid(&start).unwrap())),
         dice: Some(pb::Dice { die1: 3, die2: 1 }),
         plies: 0,
         grade: None,
     });
     reqs.push(EvaluateRequest {
+        match_state: None,
         position: Some(P::Gnubg(pb::GnubgPosition {
             id: "4HPwATDgc/ABMA".into(),
             side_to_move: pb::Side::Black as i32,
@@ -109,6 +112,7 @@ fn mixed_requests() -> Vec<EvaluateRequest> {
         grade: None,
     });
     reqs.push(EvaluateRequest {
+        match_state: None,
         position: Some(P::Structured(
             tavli_engine::service::convert::position_to_pb(&start),
         )),

@@ -56,6 +56,7 @@ impl Capture {
 
 fn evaluate(plies: u32) -> pb::EvaluateRequest {
     pb::EvaluateRequest {
+        match_state: None,
         position: Some(pb::evaluate_request::Position::PositionId(
             PORTES_START.into(),
         )),

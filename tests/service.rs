@@ -806,6 +806,7 @@ async fn bad_inputs_are_invalid_argument_naming_the_field() {
     // Evaluate validates before answering UNIMPLEMENTED.
     let e = c
         .evaluate(pb::EvaluateRequest {
+            match_state: None,
             position: Some(evaluate_request::Position::PositionId(PORTES_START.into())),
             dice: None,
             plies: 9,
@@ -872,6 +873,7 @@ async fn evaluate_is_unimplemented_without_an_evaluator() {
     let mut c = server.client().await;
     let e = c
         .evaluate(pb::EvaluateRequest {
+            match_state: None,
             position: Some(evaluate_request::Position::PositionId(PORTES_START.into())),
             dice: dice(6, 5),
             plies: 1,
@@ -1158,6 +1160,7 @@ fn slow_config(sleep: Duration, limit: usize) -> (ServerConfig, Arc<SlowEvaluato
 
 fn eval_req(d: Option<pb::Dice>) -> pb::EvaluateRequest {
     pb::EvaluateRequest {
+        match_state: None,
         position: Some(evaluate_request::Position::PositionId(PORTES_START.into())),
         dice: d,
         plies: 1,
@@ -1376,6 +1379,7 @@ async fn evaluate_with_the_engine() {
     let server = TestServer::start(config).await;
     let mut c = server.client().await;
     let req = |id: &str, d: Option<pb::Dice>, plies| pb::EvaluateRequest {
+        match_state: None,
         position: Some(evaluate_request::Position::PositionId(id.into())),
         dice: d,
         plies,
@@ -1456,6 +1460,7 @@ impl PositionEvaluator for EndlessEvaluator {
             plies: 0,
             deadline: stop.deadline,
             cancel: stop.cancel.cloned(),
+            measure: None,
         };
         self.evaluate(pos, opts)?;
         unreachable!("evaluate returns only when stopped")

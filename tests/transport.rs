@@ -782,6 +782,7 @@ async fn grpc_web_calls_share_the_concurrency_limit() {
     let mut c = TavliEngineClient::new(server.channel().await);
     let long = tokio::spawn(async move {
         c.evaluate(pb::EvaluateRequest {
+            match_state: None,
             position: Some(evaluate_request::Position::PositionId(SPREAD.into())),
             dice: Some(pb::Dice { die1: 3, die2: 3 }),
             plies: 2,
@@ -848,6 +849,7 @@ async fn grpc_web_calls() {
         server.web(),
         "Evaluate",
         &pb::EvaluateRequest {
+            match_state: None,
             position: Some(evaluate_request::Position::PositionId(PORTES_START.into())),
             dice: Some(pb::Dice { die1: 3, die2: 1 }),
             plies: 0,

@@ -575,6 +575,13 @@ fn text_report(messages: &[pb::AnalyzeGameResponse], plies: u32, luck_plies: u32
                     r.turns,
                     r.match_length
                 );
+                if r.error_measure != "equity" {
+                    let _ = writeln!(
+                        out,
+                        "errors and luck in {} (match winning chances at each game's score)",
+                        r.error_measure.replace('_', " ")
+                    );
+                }
             }
             Some(Item::Turn(t)) => {
                 if header_due {

@@ -130,7 +130,8 @@ impl Engine {
     /// Ranks the plays of a board (board-level [`PositionEvaluator::rank_plays`];
     /// boards from [`crate::rules::movegen::generate_positions`] or plays from
     /// [`generate`]): `out` gets `(index into plays, mover's probabilities, plies
-    /// searched)`, best first (see [`Search::rank`]).
+    /// searched)`, best first (see [`Search::rank`]; by `opts.measure` at the root
+    /// when set, [`Search::rank_by`]).
     pub fn rank_raw<P: PlayResult>(
         &self,
         variant: Variant,
@@ -139,7 +140,7 @@ impl Engine {
         out: &mut Vec<(usize, Probabilities, u8)>,
     ) -> Result<(), EvalError> {
         let s = self.search(variant, opts.stop_when());
-        with_scratch(|sc| s.rank(sc, plays, opts.plies, out))
+        with_scratch(|sc| s.rank_by(sc, plays, opts.plies, opts.measure.as_ref(), out))
     }
 }
 
@@ -193,7 +194,8 @@ impl PositionEvaluator for Engine {
     /// filter's candidates are searched at `plies` and come first, best first; the
     /// other plays keep their 0-ply values and follow, best first (as GNU Backgammon
     /// lists them); [`RankedPlay::plies`] says which depth valued each play. At 0
-    /// plies every play is at 0 plies, best first. Ties keep generation order.
+    /// plies every play is at 0 plies, best first. "Best" is by equity, or by
+    /// `opts.measure` when set ([`Search::rank_by`]). Ties keep generation order.
     /// Errors: as [`PositionEvaluator::evaluate`], plus
     /// [`crate::rules::RulesError::GameOver`] for a finished game (it has no plays).
     fn rank_plays(
@@ -345,6 +347,7 @@ mod tests {
                         plies,
                         deadline: None,
                         cancel: None,
+                        measure: None,
                     },
                 )
                 .unwrap();
@@ -365,6 +368,7 @@ mod tests {
                     plies: 9,
                     deadline: None,
                     cancel: None,
+                    measure: None,
                 },
             )
             .unwrap();
@@ -378,6 +382,7 @@ mod tests {
                     plies: 9,
                     deadline: None,
                     cancel: None,
+                    measure: None,
                 },
             )
             .unwrap();

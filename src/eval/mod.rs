@@ -25,8 +25,8 @@ mod types;
 use crate::rules::movegen::RawPlay;
 use crate::rules::{Dice, Position};
 pub use types::{
-    CancelToken, EvalError, EvalOptions, Evaluation, Evaluator, Probabilities, RankedPlay,
-    StopWhen, MAX_PLIES,
+    CancelToken, EndValues, EvalError, EvalOptions, Evaluation, Evaluator, Probabilities,
+    RankedPlay, StopWhen, MAX_PLIES,
 };
 
 /// A roll's legal plays as the generator gives them, ranked
@@ -54,10 +54,10 @@ pub trait PositionEvaluator: Send + Sync {
     /// Evaluates `pos` for its side to move. A finished game (R9) is returned as a
     /// certain outcome, not an error.
     fn evaluate(&self, pos: &Position, opts: EvalOptions) -> Result<Evaluation, EvalError>;
-    /// Every legal play of `pos` with `dice`, ranked by Tavli equity: the plays
-    /// valued at the full depth first, best first, then those valued at a lower
-    /// depth (left out by the move filter), best first; each with its
-    /// [`RankedPlay::plies`].
+    /// Every legal play of `pos` with `dice`, ranked by Tavli equity (or, with
+    /// [`EvalOptions::measure`], by that measure at the root): the plays valued at
+    /// the full depth first, best first, then those valued at a lower depth (left
+    /// out by the move filter), best first; each with its [`RankedPlay::plies`].
     fn rank_plays(
         &self,
         pos: &Position,

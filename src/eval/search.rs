@@ -15,7 +15,9 @@
 //! - A no-contact bear-off is exact at any depth: the search stops there.
 //!
 //! Plays are compared by cubeless Tavli equity ([`Probabilities::equity`]: a mars
-//! counts 2, no 3-point games, R7). The deadline is checked before each roll of each
+//! counts 2, no 3-point games, R7), at every node; only the root of a ranking may
+//! compare them by another measure ([`Search::rank_by`] with an [`EndValues`]: a
+//! match's winning chances), the replies below it still chosen by equity. The deadline is checked before each roll of each
 //! searched node and before each root candidate ([`EvalError::DeadlineExceeded`]).
 //!
 //! Allocation: buffers per depth are reused from a thread-local [`Scratch`]; after the
@@ -25,7 +27,7 @@ use super::bearoff::{is_no_contact_bearoff, BearoffDb};
 use super::sanity;
 /// A play that ends the game is scored with these (exact, R5.5, R7).
 pub use super::sanity::{game_over_probabilities, outcome_probabilities};
-use super::{EvalError, Evaluator, Probabilities, StopWhen, MAX_PLIES};
+use super::{EndValues, EvalError, Evaluator, Probabilities, StopWhen, MAX_PLIES};
 use crate::rules::board::Board;
 use crate::rules::movegen::{generate_positions, PlayResult};
 use crate::rules::{Dice, Variant};
@@ -454,6 +456,78 @@ impl<'a> Search<'a> {
                 .then(a.0.cmp(&b.0))
         });
         Ok(())
+    }
+
+    /// [`rank`](Self::rank) with the root's plays compared by `measure` when given
+    /// ([`EvalOptions::measure`](super::EvalOptions::measure)); `None` is `rank`
+    /// itself, bit for bit.
+    ///
+    /// With a measure `m`, every play is valued at 0 plies and the plays are ordered
+    /// by [`EndValues::value`] of those values; at `plies >= 1` the filter's
+    /// candidates by `m` (at most [`MoveFilter::keep`], within [`MoveFilter::threshold`]
+    /// points of the best converted by [`EndValues::per_point`]) are searched at
+    /// `plies` and listed first, best first by `m`, then the others with their 0-ply
+    /// values, best first by `m`. Ties keep generation order. Below the root the
+    /// search is cubeless: the replies are chosen by equity.
+    pub fn rank_by<P: PlayResult>(
+        &self,
+        scratch: &mut Scratch,
+        plays: &[P],
+        plies: u8,
+        measure: Option<&EndValues>,
+        out: &mut Vec<(usize, Probabilities, u8)>,
+    ) -> Result<(), EvalError> {
+        let Some(m) = measure else {
+            return self.rank(scratch, plays, plies, out);
+        };
+        let plies = plies.min(MAX_PLIES);
+        self.values0(scratch, plays)?;
+        out.clear();
+        out.extend(scratch.values.iter().enumerate().map(|(i, &v)| (i, v, 0)));
+        let order = |a: &(usize, Probabilities, u8), b: &(usize, Probabilities, u8)| {
+            b.2.cmp(&a.2)
+                .then(m.value(&b.1).total_cmp(&m.value(&a.1)))
+                .then(a.0.cmp(&b.0))
+        };
+        out.sort_by(order);
+        if plies == 0 {
+            return Ok(());
+        }
+        let best = m.value(&out[0].1);
+        let threshold = self.filter.threshold as f64 * m.per_point();
+        let n = out
+            .iter()
+            .take(self.filter.keep.max(1))
+            .take_while(|r| m.value(&r.1) >= best - threshold)
+            .count()
+            .max(1);
+        for r in out.iter_mut().take(n) {
+            self.check_deadline()?;
+            let v = self.play_value_at(scratch, &plays[r.0], plies, 1)?;
+            *r = (r.0, v, plies);
+        }
+        out.sort_by(order);
+        Ok(())
+    }
+
+    /// [`best_play`](Self::best_play) with the plays compared by `measure` when given:
+    /// the first of [`rank_by`](Self::rank_by). `None` is `best_play` itself.
+    pub fn best_play_by<P: PlayResult>(
+        &self,
+        scratch: &mut Scratch,
+        plays: &[P],
+        plies: u8,
+        measure: Option<&EndValues>,
+    ) -> Result<(usize, Probabilities), EvalError> {
+        if measure.is_none() {
+            return self.best_play(scratch, plays, plies);
+        }
+        let mut ranked = std::mem::take(&mut scratch.ranked);
+        let r = self.rank_by(scratch, plays, plies, measure, &mut ranked);
+        let best = ranked.first().map(|&(i, v, _)| (i, v));
+        scratch.ranked = ranked;
+        r?;
+        Ok(best.expect("generate gives at least one play"))
     }
 
     /// The best play of `plays` for their mover at `plies` (the first of [`rank`](Self::rank),

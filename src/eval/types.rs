@@ -1,6 +1,7 @@
 //! The evaluation contract's values: outcome probabilities, the static
 //! [`Evaluator`] trait of a board, errors, options with deadline and cancellation,
-//! and what an evaluation answers. Every evaluator module below `eval` builds on
+//! what a ranking compares plays by at the root ([`EndValues`]: cubeless equity by
+//! default, or a match's winning chances), and what an evaluation answers. Every evaluator module below `eval` builds on
 //! these; [`super::PositionEvaluator`], the engine's entry points, is in `eval`
 //! itself.
 
@@ -46,6 +47,87 @@ impl Probabilities {
             lose_mars: self.win_mars,
             draw: self.draw,
         }
+    }
+}
+
+/// What each end of the game being played is worth to the mover, on a scale where
+/// more is better: in match play, the mover's match winning chance after that end
+/// (built by [`crate::matchequity::MatchScore::end_values`] from the match equity table; 1 or 0
+/// when the end finishes the match). A play is then worth the sum over the ends of
+/// their probability after it times their worth ([`EndValues::value`]), a linear
+/// function of its outcome probabilities.
+///
+/// Used by [`EvalOptions::measure`]: the plays of a ranking are compared by
+/// it, and the move filter's threshold (0.16 points) is converted to its units by
+/// [`EndValues::per_point`], as GNU Backgammon filters match-play moves by
+/// normalised equity ("EMG").
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct EndValues {
+    /// The mover wins 1 point.
+    pub win_single: f64,
+    /// The mover wins 2 points (a mars, or a Plakoto mother win).
+    pub win_mars: f64,
+    /// The mover loses 1 point.
+    pub lose_single: f64,
+    /// The mover loses 2 points.
+    pub lose_mars: f64,
+    /// A draw (Plakoto only, R5.5).
+    pub draw: f64,
+}
+
+impl EndValues {
+    /// The value of a play (or position) whose outcome probabilities for the mover
+    /// are `p`, computed as `win·win_single + win_mars·(self.win_mars −
+    /// self.win_single) + lose·lose_single + lose_mars·(self.lose_mars −
+    /// self.lose_single) + draw·self.draw`, in `f64` from `p`'s `f32` values, with
+    /// `lose = max(0, 1 − win − draw)`. The same sum as over the five ends, written so
+    /// that an end worth the same as its single result adds exactly nothing: at
+    /// 1-away, where a mars wins the match like a single (R7), the play's `win_mars`
+    /// plays no part, bit for bit; and where both singles are worth 1 and 0, the value
+    /// is `win + draw·self.draw` exactly.
+    pub fn value(&self, p: &Probabilities) -> f64 {
+        let (win, wm, lm, draw) = (
+            p.win as f64,
+            p.win_mars as f64,
+            p.lose_mars as f64,
+            p.draw as f64,
+        );
+        let lose = (1.0 - win - draw).max(0.0);
+        win * self.win_single
+            + wm * (self.win_mars - self.win_single)
+            + lose * self.lose_single
+            + lm * (self.lose_mars - self.lose_single)
+            + draw * self.draw
+    }
+
+    /// Units of value per point of equity: half the difference between a single win
+    /// and a single loss (GNU Backgammon's `mwc2eq` slope: a single win is +1 point,
+    /// a single loss −1). Positive for a match equity table.
+    pub fn per_point(&self) -> f64 {
+        (self.win_single - self.lose_single) / 2.0
+    }
+
+    /// An upper bound of the standard error of [`EndValues::value`] of estimated
+    /// probabilities, from the standard errors of the estimates of `win`,
+    /// `win_mars`, `lose_mars` and `draw`: the value is `lose_single` plus those
+    /// four estimates times `win_single − lose_single`, `win_mars − win_single`,
+    /// `lose_mars − lose_single` and `draw − lose_single`, and the standard
+    /// deviation of a sum is at most the sum of the standard deviations (the
+    /// estimates' covariances unknown). Used for a rollout's match winning chance.
+    pub fn standard_error_bound(&self, win: f64, win_mars: f64, lose_mars: f64, draw: f64) -> f64 {
+        (self.win_single - self.lose_single).abs() * win
+            + (self.win_mars - self.win_single).abs() * win_mars
+            + (self.lose_mars - self.lose_single).abs() * lose_mars
+            + (self.draw - self.lose_single).abs() * draw
+    }
+
+    /// `value` as normalised equity, in points (GNU Backgammon's "EMG",
+    /// equivalent-to-money-game, `mwc2eq`): `(2·value − (win_single + lose_single)) /
+    /// (win_single − lose_single)`, +1 for a single win and −1 for a single loss. A
+    /// difference of values divided by [`EndValues::per_point`] is the same
+    /// difference in points.
+    pub fn normalized(&self, value: f64) -> f64 {
+        (2.0 * value - (self.win_single + self.lose_single)) / (self.win_single - self.lose_single)
     }
 }
 
@@ -187,6 +269,12 @@ pub struct EvalOptions {
     pub deadline: Option<Instant>,
     /// Stop with [`EvalError::Cancelled`] once this token is cancelled.
     pub cancel: Option<CancelToken>,
+    /// What a ranking compares the plays by at the root: `None`, the cubeless equity;
+    /// `Some`, this measure of the game's ends (a match's winning chances,
+    /// [`crate::matchequity::MatchScore::end_values`]), the move filter's threshold converted by
+    /// [`EndValues::per_point`]. The search below the root is cubeless either way;
+    /// an evaluation without a ranking ignores it.
+    pub measure: Option<EndValues>,
 }
 
 impl EvalOptions {
@@ -202,6 +290,18 @@ impl EvalOptions {
     #[inline]
     pub fn check(&self) -> Result<(), EvalError> {
         self.stop_when().check()
+    }
+
+    /// What the mover's probabilities `p` are worth in points by [`Self::measure`]:
+    /// without a measure, the cubeless equity ([`Probabilities::equity`], bit for
+    /// bit); with one, the normalised equity of its value ([`EndValues::normalized`],
+    /// GNU Backgammon's EMG: a match's winning chance as points, so that an error
+    /// of 0.1 is as large at any score). Orders plays as the measure does.
+    pub fn points(&self, p: &Probabilities) -> f32 {
+        match &self.measure {
+            None => p.equity(),
+            Some(m) => m.normalized(m.value(p)) as f32,
+        }
     }
 }
 
@@ -254,5 +354,68 @@ mod tests {
             ..EvalOptions::default()
         };
         assert_eq!(opts.check(), Err(EvalError::Cancelled));
+    }
+
+    #[test]
+    fn money_weights_give_the_equity_and_emg_is_affine() {
+        // Weights 1, 2, -1, -2, 0 are the cubeless equity (R7), and per point 1.
+        let money = EndValues {
+            win_single: 1.0,
+            win_mars: 2.0,
+            lose_single: -1.0,
+            lose_mars: -2.0,
+            draw: 0.0,
+        };
+        let p = Probabilities {
+            win: 0.625,
+            win_mars: 0.125,
+            lose_mars: 0.25,
+            draw: 0.0,
+        };
+        assert_eq!(money.value(&p), p.equity() as f64);
+        assert_eq!(money.per_point(), 1.0);
+        assert_eq!(money.normalized(0.5), 0.5);
+        // A match: single win 0.7, single loss 0.3; EMG of 0.7 is +1, of 0.3 is -1.
+        let m = EndValues {
+            win_single: 0.7,
+            win_mars: 0.9,
+            lose_single: 0.3,
+            lose_mars: 0.1,
+            draw: 0.5,
+        };
+        assert!((m.normalized(0.7) - 1.0).abs() < 1e-15);
+        assert!((m.normalized(0.3) + 1.0).abs() < 1e-15);
+        assert!((m.per_point() - 0.2).abs() < 1e-15);
+    }
+
+    #[test]
+    fn an_end_worth_its_single_adds_nothing_bit_for_bit() {
+        // 1-away: a mars win is worth the single's 1; the value ignores win_mars.
+        let one_away = EndValues {
+            win_single: 1.0,
+            win_mars: 1.0,
+            lose_single: 0.25,
+            lose_mars: 0.125,
+            draw: 0.5,
+        };
+        let p = Probabilities {
+            win: 0.6,
+            win_mars: 0.3,
+            lose_mars: 0.1,
+            draw: 0.0,
+        };
+        let q = Probabilities { win_mars: 0.0, ..p };
+        assert_eq!(one_away.value(&p).to_bits(), one_away.value(&q).to_bits());
+        // Both 1-away: the value is the win chance (plus the draws' share) exactly.
+        let dmp = EndValues {
+            win_single: 1.0,
+            win_mars: 1.0,
+            lose_single: 0.0,
+            lose_mars: 0.0,
+            draw: 0.5,
+        };
+        assert_eq!(dmp.value(&p), p.win as f64);
+        let r = Probabilities { draw: 0.0625, ..p };
+        assert_eq!(dmp.value(&r), r.win as f64 + 0.0625 * 0.5);
     }
 }

@@ -15,13 +15,18 @@
 //!   ([`MatchEquityTable`], the transitions of [`crate::rules::MatchState::advance`])
 //!   and the match winning chance of a position ([`match_winning_chance`]), which
 //!   depend only on the rules and the evaluation types;
+//! - [`score`]: a match score checked against the table, and what each end of its
+//!   game is worth to the mover ([`MatchScore::end_values`]): the measure of a
+//!   score-aware ranking ([`crate::eval::EvalOptions::measure`]);
 //! - [`simulate`]: the table checked against whole matches of the engine against
 //!   itself (`tavli-engine met --check`).
 
 pub mod measure;
+pub mod score;
 pub mod simulate;
 pub mod table;
 
+pub use score::MatchScore;
 pub use table::{
     match_winning_chance, After, Distributions, GameDistribution, GameEnd, MatchEquityTable,
     MetState, Starter, MAX_AWAY,

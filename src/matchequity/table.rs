@@ -4,7 +4,7 @@
 //! [`crate::matchequity`]).
 
 use crate::eval::engine::variant_index;
-use crate::eval::Probabilities;
+use crate::eval::{EndValues, Probabilities};
 use crate::rules::{MatchState, RulesError, Side, Variant};
 use serde::{Deserialize, Serialize};
 use std::sync::OnceLock;
@@ -672,6 +672,28 @@ impl MatchEquityTable {
         Ok(self.mwc[self.index(&s)])
     }
 
+    /// What each end of the game being played in `m` is worth to `side`: its match
+    /// winning chance after that end (1 when the end wins the match, 0 when it loses
+    /// it; a mars at 1-away wins like a single), with the mover's state. `m` holds
+    /// the score before this game and the variant being played; its starter plays
+    /// no part. Errors: as [`MatchEquityTable::mwc_match`].
+    pub fn end_values(
+        &self,
+        m: &MatchState,
+        side: Side,
+    ) -> Result<(MetState, EndValues), RulesError> {
+        let s = self.covered(m, side)?;
+        let v = |e: GameEnd| self.value_after(s.after(e));
+        let values = EndValues {
+            win_single: v(GameEnd::WinSingle),
+            win_mars: v(GameEnd::WinMars),
+            lose_single: v(GameEnd::LoseSingle),
+            lose_mars: v(GameEnd::LoseMars),
+            draw: v(GameEnd::Draw),
+        };
+        Ok((s, values))
+    }
+
     /// [`MetState::of`], checked against the table's range.
     fn covered(&self, m: &MatchState, side: Side) -> Result<MetState, RulesError> {
         let s = MetState::of(m, side)?;
@@ -694,7 +716,8 @@ impl MatchEquityTable {
 /// `starter` plays no part), given the mover's cubeless outcome probabilities `p`
 /// for this game (an [`crate::eval::Evaluation`]'s): the sum over the five game ends
 /// of their probability times the table's chance after them (a mars at 1-away wins
-/// the match like a single). In `[0, 1]`.
+/// the match like a single), as [`EndValues::value`] computes it from
+/// [`MatchEquityTable::end_values`]. In `[0, 1]`.
 ///
 /// Errors: as [`MetState::of`] (fields `match.length`, `match.winner`,
 /// `match.score_white`, `match.score_black`); `match.length` when a side is more
@@ -706,11 +729,7 @@ pub fn match_winning_chance(
     mover: Side,
     p: &Probabilities,
 ) -> Result<f64, RulesError> {
-    let s = table.covered(m, mover)?;
-    let d = GameDistribution::from_probabilities(p, m.variant, "probabilities")?;
-    let chance: f64 = GameEnd::ALL
-        .iter()
-        .map(|&e| d.probability(e) * table.value_after(s.after(e)))
-        .sum();
-    Ok(chance.clamp(0.0, 1.0))
+    let (_, values) = table.end_values(m, mover)?;
+    GameDistribution::from_probabilities(p, m.variant, "probabilities")?;
+    Ok(values.value(p).clamp(0.0, 1.0))
 }

@@ -292,6 +292,7 @@ pub fn run_analysis(
         games: record.games.len() as u32,
         turns: record.turn_count() as u32,
         text: record.to_text(),
+        error_measure: record_measure(&record).to_string(),
     }));
     if !sink(first) {
         return Err(ServiceError::Cancelled);
@@ -331,6 +332,8 @@ pub fn run_analysis(
                     search_mark: convert::mark_to_pb(r.search_mark) as i32,
                     search_best_play: r.search_best.notation.to_string(),
                 }),
+                match_winning_chance: t.match_winning_chance.map(|m| m.0 as f32),
+                best_match_winning_chance: t.match_winning_chance.map(|m| m.1 as f32),
             }),
             Event::Game(g) => Item::Game(pb::GameSummary {
                 game: g.game_index as u32 + 1,
@@ -339,6 +342,7 @@ pub fn run_analysis(
                 players: players_to_pb(&g.players, &g.stats),
                 cube_actions: g.cube_actions,
                 notes: g.notes.clone(),
+                error_measure: g.error_measure.to_string(),
             }),
         };
         sink(item(msg))
@@ -351,6 +355,19 @@ pub fn run_analysis(
         return Err(ServiceError::Cancelled);
     }
     Ok(())
+}
+
+/// What a record's errors are measured in (`RecordSummary.error_measure`): the
+/// measure of all its games ([`analysis::error_measure`]), or `mixed`.
+fn record_measure(record: &MatchRecord) -> &'static str {
+    let scored = |g| analysis::game_score(record, g).is_some();
+    if record.length == 0 || !record.games.iter().any(scored) && !record.games.is_empty() {
+        analysis::error_measure(false)
+    } else if record.games.iter().all(scored) {
+        analysis::error_measure(true)
+    } else {
+        "mixed"
+    }
 }
 
 /// The `AnalyzeGame` response stream: the messages of the analysis task, then its

@@ -11,7 +11,9 @@ use super::pb;
 use super::wire;
 use crate::analysis::{self, Thresholds};
 use crate::bot::{self, Level, MatchScore, Settings};
-use crate::eval::{CancelToken, EvalOptions, PositionEvaluator, MAX_PLIES};
+use crate::eval::{
+    CancelToken, EndValues, EvalOptions, PositionEvaluator, Probabilities, MAX_PLIES,
+};
 use crate::rules::movegen::RawPlay;
 use crate::rules::play::to_play;
 use crate::rules::{self, Dice, PlayInput, Position, Side, Variant};
@@ -63,6 +65,8 @@ pub(super) struct EvaluateJob {
     pub(super) plies: u8,
     /// The play to grade (`grade`), resolved, and the marks' thresholds.
     grade: Option<(rules::Play, Thresholds)>,
+    /// The match score (`match_state`): ranking by match winning chance.
+    score: Option<MatchScore>,
 }
 
 /// A `ChoosePlay` request after its checks.
@@ -119,10 +123,14 @@ fn level_to_pb(l: Level) -> pb::SkillLevel {
     }
 }
 
-/// The match score of a `ChoosePlay` request (fields `match_state.*`): a length of at
-/// least 1, both scores below it, no winner, and the position's variant if one is
-/// named.
-fn match_score_from_pb(m: &pb::MatchState, variant: Variant) -> Result<MatchScore, ServiceError> {
+/// The match score of a request's `match_state` (`Evaluate`, `ChoosePlay`,
+/// `Rollout`; fields `match_state.*`): a length of at least 1 within the match equity
+/// table's range, both scores below it, no winner, and the position's variant if one
+/// is named.
+pub(super) fn match_score_from_pb(
+    m: &pb::MatchState,
+    variant: Variant,
+) -> Result<MatchScore, ServiceError> {
     let score = MatchScore::new(m.length, [m.score_white, m.score_black]).at("match_state")?;
     if m.winner != pb::Side::Unspecified as i32 || m.match_over {
         let field = if m.match_over {
@@ -132,7 +140,7 @@ fn match_score_from_pb(m: &pb::MatchState, variant: Variant) -> Result<MatchScor
         };
         return Err(ServiceError::invalid(
             field,
-            "the match is over: a bot plays only in a match going on",
+            "the match is over: a score-aware answer needs a match going on",
         ));
     }
     if m.variant != pb::Variant::Unspecified as i32 {
@@ -145,6 +153,13 @@ fn match_score_from_pb(m: &pb::MatchState, variant: Variant) -> Result<MatchScor
         }
     }
     Ok(score)
+}
+
+/// The mover's match winning chance of probabilities `p` by `m` (a match's end
+/// values), in `[0, 1]`, for the answer's `match_winning_chance` fields; `None`
+/// without a match.
+pub(super) fn mwc(m: Option<&EndValues>, p: &Probabilities) -> Option<f32> {
+    m.map(|m| m.value(p).clamp(0.0, 1.0) as f32)
 }
 
 /// Records the variant on the current RPC span (see [`crate::telemetry`]).
@@ -370,12 +385,18 @@ impl TavliEngineService {
                 Some((play, thresholds))
             }
         };
+        let score = req
+            .match_state
+            .as_ref()
+            .map(|m| match_score_from_pb(m, pos.variant))
+            .transpose()?;
         self.loaded_evaluator()?;
         Ok(EvaluateJob {
             pos,
             dice,
             plies: req.plies as u8,
             grade,
+            score,
         })
     }
 
@@ -408,10 +429,13 @@ impl TavliEngineService {
                 .with_label_values(&[pos.variant.name()])
                 .observe(plies as f64);
         }
+        let measure = bot::Measure::for_match(job.score.as_ref(), pos.variant, pos.turn);
+        let m = measure.end_values();
         let opts = EvalOptions {
             plies,
             deadline,
             cancel,
+            measure: m,
         };
         let eval = evaluator.evaluate(&pos, opts.clone()).at("position")?;
         if let Some(m) = &self.metrics {
@@ -449,6 +473,8 @@ impl TavliEngineService {
                     error: g.error,
                     mark: convert::mark_to_pb(g.mark) as i32,
                     legal_plays: ranked.len() as u32,
+                    match_winning_chance: mwc(m.as_ref(), &g.played_probabilities),
+                    best_match_winning_chance: mwc(m.as_ref(), &g.best_probabilities),
                 })
             }
             _ => None,
@@ -466,9 +492,14 @@ impl TavliEngineService {
                     equity: r.equity,
                     probabilities: Some(convert::probabilities_to_pb(&r.probabilities)),
                     plies: r.plies as u32,
+                    match_winning_chance: mwc(m.as_ref(), &r.probabilities),
+                    normalized_equity: m.map(|_| opts.points(&r.probabilities)),
                 })
                 .collect(),
             grade,
+            ranking: measure.name().to_string(),
+            match_winning_chance: mwc(m.as_ref(), &eval.probabilities),
+            normalized_equity: m.map(|_| opts.points(&eval.probabilities)),
         })
     }
 
@@ -606,6 +637,7 @@ impl TavliEngineService {
             plies: job.settings.plies,
             deadline,
             cancel,
+            measure: None,
         };
         let c = bot::choose(
             &**evaluator,
@@ -631,6 +663,8 @@ impl TavliEngineService {
             plies: c.plies as u32,
             seed: job.seed,
             ranking: c.measure.name().to_string(),
+            match_winning_chance: c.match_winning_chance.map(|v| v.0 as f32),
+            best_match_winning_chance: c.match_winning_chance.map(|v| v.1 as f32),
         })
     }
 

@@ -5,8 +5,8 @@
 //! (`merge`), with the conversions of [`pb::RolloutPartial`] (docs/rollout.md, "Split
 //! rollouts").
 
-use super::api::TavliEngineService;
 pub use super::api::DEFAULT_MAX_ROLLOUT_TRIALS;
+use super::api::{match_score_from_pb, mwc, TavliEngineService};
 use super::convert::{self, PositionInput};
 use super::error::{AtField, ServiceError};
 use super::limits::{name_deadline, Deadline};
@@ -15,7 +15,7 @@ use crate::eval::rollout::{
     RolloutConfig, RolloutReport, RolloutSums, DEFAULT_TRIALS, MAX_ROLLOUT_PLIES, SUM_FIGURES,
 };
 use crate::eval::wide::U256;
-use crate::eval::{CancelToken, StopWhen};
+use crate::eval::{CancelToken, EndValues, StopWhen};
 use crate::rules::{Dice, Position};
 use std::ops::ControlFlow;
 use std::pin::Pin;
@@ -40,6 +40,10 @@ pub struct RolloutJob {
     /// Whether the updates carry their exact sums (`RolloutResponse.partial`): with
     /// `range` or `merge` in the request.
     pub partial: bool,
+    /// With `match_state`: what each end of the game is worth to the side to move,
+    /// for each update's match winning chance
+    /// ([`crate::matchequity::MatchScore::end_values`]).
+    pub measure: Option<EndValues>,
 }
 
 /// Most partial results of one merge (`RolloutRequest.merge`).
@@ -107,10 +111,23 @@ pub fn partial_from_pb(p: &pb::RolloutPartial, k: usize) -> Result<RolloutSums, 
     Ok(sums)
 }
 
-/// The protobuf form of a rollout report; with `partial`, its exact sums too.
-pub fn report_to_pb(r: &RolloutReport, partial: bool) -> pb::RolloutResponse {
+/// The protobuf form of a rollout report; with `partial`, its exact sums too; with
+/// `measure` (a match's end values for the side to move), the match winning chance
+/// of its probabilities and a bound of its standard error
+/// ([`EndValues::standard_error_bound`]).
+pub fn report_to_pb(
+    r: &RolloutReport,
+    partial: bool,
+    measure: Option<&EndValues>,
+) -> pb::RolloutResponse {
     let se = &r.standard_errors;
+    let bound = |m: &EndValues| {
+        let f = |x: f32| x as f64;
+        m.standard_error_bound(f(se.win), f(se.win_mars), f(se.lose_mars), f(se.draw)) as f32
+    };
     pb::RolloutResponse {
+        match_winning_chance: mwc(measure, &r.probabilities),
+        match_winning_chance_error_bound: measure.map(bound),
         trials: r.trials,
         probabilities: Some(convert::probabilities_to_pb(&r.probabilities)),
         equity: r.equity,
@@ -135,7 +152,8 @@ impl TavliEngineService {
     /// 0..=1 (and within the server's `--max-plies`), `trials` 0 (the default, 1,296)
     /// up to the server's cap, or a `range` within it (`trials` 0), or up to
     /// [`MAX_MERGE_PARTS`] partial results to `merge` (neither `trials` nor `range`),
-    /// `report_every` (0: every tenth of the trials), `truncation` (0: none). Errors:
+    /// `report_every` (0: every tenth of the trials), `truncation` (0: none), a
+    /// `match_state` as `Evaluate`'s (for the updates' match winning chance). Errors:
     /// `INVALID_ARGUMENT` naming the field; `UNIMPLEMENTED` without an evaluator.
     pub fn rollout_job(&self, req: &pb::RolloutRequest) -> Result<RolloutJob, ServiceError> {
         let pos = convert::position_input(req.position.as_ref().map(PositionInput::from))?;
@@ -182,6 +200,12 @@ impl TavliEngineService {
             None => (0, trials),
             Some(r) => self.rollout_range(r)?,
         };
+        let measure = req
+            .match_state
+            .as_ref()
+            .map(|m| match_score_from_pb(m, pos.variant))
+            .transpose()?
+            .map(|s| s.end_values(pos.variant, pos.turn));
         if self.evaluator.is_none() {
             return Err(ServiceError::Unimplemented(
                 "Rollout is not available: no evaluator is loaded on this server".to_string(),
@@ -204,6 +228,7 @@ impl TavliEngineService {
             },
             merge,
             partial: req.range.is_some() || merging,
+            measure,
         })
     }
 
@@ -292,13 +317,13 @@ impl TavliEngineService {
             let r = evaluator
                 .rollout_merge(&job.position, job.dice, &job.config, &job.merge)
                 .map_err(ServiceError::from)?;
-            let _ = on_update(report_to_pb(&r, true));
+            let _ = on_update(report_to_pb(&r, true, job.measure.as_ref()));
             return Ok(());
         }
         let stop = StopWhen { deadline, cancel };
         evaluator
             .rollout(&job.position, job.dice, &job.config, stop, &mut |r| {
-                on_update(report_to_pb(r, job.partial))
+                on_update(report_to_pb(r, job.partial, job.measure.as_ref()))
             })
             .at("position")?;
         Ok(())

@@ -632,6 +632,7 @@ pub async fn closed_by_server(conns: &mut [TcpStream]) -> usize {
 /// An `Evaluate` request at `plies` with a roll.
 pub fn evaluate_request(id: &str, d1: u32, d2: u32, plies: u32) -> pb::EvaluateRequest {
     pb::EvaluateRequest {
+        match_state: None,
         position: Some(pb::evaluate_request::Position::PositionId(id.into())),
         dice: Some(pb::Dice { die1: d1, die2: d2 }),
         plies,
