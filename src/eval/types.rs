@@ -113,8 +113,7 @@ impl EndValues {
     /// difference of values divided by [`EndValues::per_point`] is the same
     /// difference in points.
     pub fn normalized(&self, value: f64) -> f64 {
-        (2.0 * value - (self.win_single + self.lose_single))
-            / (self.win_single - self.lose_single)
+        (2.0 * value - (self.win_single + self.lose_single)) / (self.win_single - self.lose_single)
     }
 }
 

@@ -16,8 +16,11 @@
 //!   and the match winning chance of a position ([`match_winning_chance`]), which
 //!   depend only on the rules and the evaluation types;
 //! - [`simulate`]: the table checked against whole matches of the engine against
-//!   itself (`tavli-engine met --check`).
+//!   itself (`tavli-engine met --check`);
+//! - [`gains`]: score-aware play against cubeless play in whole matches, duplicate
+//!   dice (`examples/match_gains.rs`).
 
+pub mod gains;
 pub mod measure;
 pub mod simulate;
 pub mod table;

@@ -677,7 +677,11 @@ impl MatchEquityTable {
     /// it; a mars at 1-away wins like a single), with the mover's state. `m` holds
     /// the score before this game and the variant being played; its starter plays
     /// no part. Errors: as [`MatchEquityTable::mwc_match`].
-    pub fn end_values(&self, m: &MatchState, side: Side) -> Result<(MetState, EndValues), RulesError> {
+    pub fn end_values(
+        &self,
+        m: &MatchState,
+        side: Side,
+    ) -> Result<(MetState, EndValues), RulesError> {
         let s = self.covered(m, side)?;
         let v = |e: GameEnd| self.value_after(s.after(e));
         let values = EndValues {
