@@ -357,7 +357,7 @@ mod tests {
                 winner: None,
             };
             let start = Board::from_position(&Position::start(variant, Side::White), Side::White);
-            let mut board = start.clone();
+            let mut board = start;
             let mut plays = Vec::new();
             let mut values = Vec::new();
             crate::eval::search::with_scratch(|sc| {
@@ -382,7 +382,7 @@ mod tests {
                     if play_outcome(variant, next).is_some()
                         || board.game_over_for_mover(variant).is_some()
                     {
-                        board = start.clone();
+                        board = start;
                     }
                 }
             });
