@@ -19,8 +19,11 @@
 //!   game is worth to the mover ([`MatchScore::end_values`]): the measure of a
 //!   score-aware ranking ([`crate::eval::EvalOptions::measure`]);
 //! - [`simulate`]: the table checked against whole matches of the engine against
-//!   itself (`tavli-engine met --check`).
+//!   itself (`tavli-engine met --check`);
+//! - [`gains`]: score-aware play against cubeless play in whole matches, duplicate
+//!   dice (`examples/match_gains.rs`).
 
+pub mod gains;
 pub mod measure;
 pub mod score;
 pub mod simulate;

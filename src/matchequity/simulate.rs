@@ -19,7 +19,7 @@ use super::mix;
 use super::table::{GameEnd, MatchEquityTable};
 use crate::eval::engine::Engine;
 use crate::eval::rollout::MAX_TRIAL_PLIES;
-use crate::eval::search::{with_scratch, Search};
+use crate::eval::search::{with_scratch, Scratch, Search};
 use crate::eval::{EvalError, StopWhen};
 use crate::rules::board::{Board, RelOutcome};
 use crate::rules::movegen::{generate_positions, play_outcome};
@@ -123,10 +123,13 @@ impl PointResult {
 
 /// What a simulated match or game counts.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-struct Counts {
-    games: u64,
-    draws: u64,
-    cut: u64,
+pub(super) struct Counts {
+    /// Games played.
+    pub(super) games: u64,
+    /// Drawn games among them.
+    pub(super) draws: u64,
+    /// Games ended at [`MAX_GAME_PLIES`].
+    pub(super) cut: u64,
 }
 
 /// Two dice from `rng`.
@@ -153,12 +156,36 @@ fn absolute(o: RelOutcome, won: bool, mover: Side) -> Outcome {
     }
 }
 
+/// Chooses the mover's play of a turn: `(scratch, mover, plays)` → the index into
+/// `plays` (the generator's boards, in the mover's view; at least one).
+pub type Chooser<'c> = dyn FnMut(&mut Scratch, Side, &[Board]) -> Result<usize, EvalError> + 'c;
+
+/// Chooses the play of a turn in a match: as [`Chooser`], with first the match state
+/// of the game being played (the score before it, its variant, `starter` its
+/// starter) and the game's search.
+pub type MatchChooser<'c> =
+    dyn FnMut(&MatchState, &Search, &mut Scratch, Side, &[Board]) -> Result<usize, EvalError> + 'c;
+
 /// One game of `search.variant` that `starter` starts, the engine's 0-ply play on both
 /// sides, dice from `rng`: its outcome and whether it was cut.
 pub fn play_game(
     search: &Search,
     starter: Side,
     rng: &mut ChaCha8Rng,
+) -> Result<(Outcome, bool), EvalError> {
+    play_game_with(search, starter, rng, &mut |sc, _, plays| {
+        Ok(search.best_play(sc, plays, 0)?.0)
+    })
+}
+
+/// [`play_game`] with each turn's play made by `choose` instead of the best 0-ply
+/// play; the dice, and the end drawn for a cut game (from the mover's 0-ply
+/// probabilities), come from `rng` in the same order.
+pub fn play_game_with(
+    search: &Search,
+    starter: Side,
+    rng: &mut ChaCha8Rng,
+    choose: &mut Chooser,
 ) -> Result<(Outcome, bool), EvalError> {
     let variant = search.variant;
     let mut board = Board::from_position(&Position::start(variant, Side::White), starter);
@@ -168,7 +195,7 @@ pub fn play_game(
         for _ in 0..MAX_GAME_PLIES {
             plays.clear();
             generate_positions(variant, &board, roll(rng), &mut plays);
-            let (i, _) = search.best_play(sc, &plays, 0)?;
+            let i = choose(sc, mover, &plays)?;
             if let Some(o) = play_outcome(variant, &plays[i]) {
                 return Ok((absolute(o, true, mover), false));
             }
@@ -223,15 +250,41 @@ fn play_match(
     start: MatchState,
     rng: &mut ChaCha8Rng,
 ) -> Result<(Side, Counts), EvalError> {
+    play_match_with(engine, start, rng, None, &mut |_, search, sc, _, plays| {
+        Ok(search.best_play(sc, plays, 0)?.0)
+    })
+}
+
+/// Plays the match from `start` to its end, each turn's play made by `choose`: the
+/// winner, and the games counted. The opening rolls and the dice come from `rng`;
+/// with `per_game_seed`, `rng` is first reseeded at the start of each game with
+/// ChaCha8 of `mix(seed ^ mix(games played))`, so that game `k` of two matches of
+/// the same seed rolls the same dice whatever happened before it (duplicate dice).
+pub(super) fn play_match_with(
+    engine: &Engine,
+    start: MatchState,
+    rng: &mut ChaCha8Rng,
+    per_game_seed: Option<u64>,
+    choose: &mut MatchChooser,
+) -> Result<(Side, Counts), EvalError> {
     let mut m = start;
     let mut counts = Counts::default();
     loop {
         if let Some(w) = m.winner {
             return Ok((w, counts));
         }
+        if let Some(seed) = per_game_seed {
+            *rng = ChaCha8Rng::seed_from_u64(mix(seed ^ mix(m.games_played as u64)));
+        }
         let starter = m.starter.unwrap_or_else(|| opening_roll(rng));
         let search = engine.search(m.variant, StopWhen::default());
-        let (outcome, cut) = play_game(&search, starter, rng)?;
+        let game = MatchState {
+            starter: Some(starter),
+            ..m
+        };
+        let (outcome, cut) = play_game_with(&search, starter, rng, &mut |sc, mover, plays| {
+            choose(&game, &search, sc, mover, plays)
+        })?;
         counts.games += 1;
         counts.draws += outcome.winner.is_none() as u64;
         counts.cut += cut as u64;
