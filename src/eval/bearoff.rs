@@ -263,6 +263,15 @@ impl BearoffDb {
         // best_all[i][(d-1)*4 + k-1]: best position after k steps of die d from i.
         // best_first[...]: the same for "first off", DONE when a step bears off.
         const DONE: u32 = u32::MAX;
+        // The value of reaching `f` for "first off": -1 once a step has borne a checker
+        // off (DONE), below every mean, so that it is chosen first.
+        let first_value = |mean_first: &[f32], f: u32| {
+            if f == DONE {
+                -1.0
+            } else {
+                mean_first[f as usize]
+            }
+        };
         let mut best_all = vec![[0u32; 4 * POINTS]; POSITIONS];
         let mut best_first = vec![[0u32; 4 * POINTS]; POSITIONS];
         let rolls = Dice::all_rolls();
@@ -290,11 +299,7 @@ impl BearoffDb {
                         }
                         // A step that bears off, or any later one that does: done.
                         let f = if checkers[s] < n { DONE } else { f };
-                        let e = if f == DONE {
-                            -1.0
-                        } else {
-                            db.mean_first[f as usize]
-                        };
+                        let e = first_value(&db.mean_first, f);
                         if e < ef {
                             (bf, ef) = (f, e);
                         }
@@ -326,11 +331,7 @@ impl BearoffDb {
                             } else {
                                 best_first[s][(y - 1) * 4]
                             };
-                            let e = if f == DONE {
-                                -1.0
-                            } else {
-                                db.mean_first[f as usize]
-                            };
+                            let e = first_value(&db.mean_first, f);
                             if e < ef {
                                 (bf, ef) = (f, e);
                             }

@@ -366,9 +366,7 @@ mod tests {
                 dice,
                 EvalOptions {
                     plies: 9,
-                    deadline: None,
-                    cancel: None,
-                    measure: None,
+                    ..Default::default()
                 },
             )
             .unwrap();
@@ -380,9 +378,7 @@ mod tests {
                 &pos,
                 EvalOptions {
                     plies: 9,
-                    deadline: None,
-                    cancel: None,
-                    measure: None,
+                    ..Default::default()
                 },
             )
             .unwrap();

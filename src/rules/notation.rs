@@ -539,24 +539,28 @@ mod tests {
         ] {
             assert_eq!(format(&moves), reference(&moves));
         }
-        assert_eq!(
-            format(&[
-                m(24, 20, false),
-                m(20, 16, true),
-                m(24, 20, false),
-                m(20, 16, false)
-            ]),
-            "24/20/16* 24/20/16"
-        );
-        assert_eq!(
-            format(&[
-                m(13, 9, false),
-                m(13, 9, false),
-                m(9, 5, false),
-                m(9, 5, false)
-            ]),
-            "13/9/5(2)"
-        );
+        for (moves, expected) in [
+            (
+                [
+                    m(24, 20, false),
+                    m(20, 16, true),
+                    m(24, 20, false),
+                    m(20, 16, false),
+                ],
+                "24/20/16* 24/20/16",
+            ),
+            (
+                [
+                    m(13, 9, false),
+                    m(13, 9, false),
+                    m(9, 5, false),
+                    m(9, 5, false),
+                ],
+                "13/9/5(2)",
+            ),
+        ] {
+            assert_eq!(format(&moves), expected);
+        }
     }
 
     /// `7/2*(2)` as GNU Backgammon and XG write it: two checkers to 2, the first one
