@@ -82,7 +82,7 @@
 
 use super::{Evaluator, Probabilities};
 use crate::rules::board::{Board, RelOutcome, BAR, OFF};
-use crate::rules::movegen::{generate_positions, play_outcome};
+use crate::rules::movegen::{for_each_step_from, generate_positions, play_outcome};
 use crate::rules::{Dice, Variant, CHECKERS};
 use crate::rules::{Outcome, Position};
 use std::cell::RefCell;
@@ -478,29 +478,41 @@ fn weight36(mask: u32) -> u32 {
     2 * mask.count_ones() - (mask & DOUBLES).count_ones()
 }
 
+/// How a play's end ranks among the endings (module documentation, "Rolls that end
+/// the game"): a 2-point win 3, a 1-point win 2, a draw 1, the game going on 0.
+#[inline]
+fn ending_rank(o: Option<RelOutcome>) -> u8 {
+    match o {
+        Some(RelOutcome::Win { points, .. }) if points >= 2 => 3,
+        Some(RelOutcome::Win { .. }) => 2,
+        Some(RelOutcome::Draw) => 1,
+        None => 0,
+    }
+}
+
 /// [`ending_rolls`] over the rolls of `mask` (bit `k`: `Dice::all_rolls()[k]`).
 #[inline(never)]
 fn ending_rolls_of(variant: Variant, b: &Board, mask: u32) -> EndingRolls {
     let mut end = EndingRolls::default();
+    // The best ending any play can have (Plakoto; see `full_play_ends`).
+    let top = if own_mother_pinned(b) { 1 } else { 3 };
     PLAYS.with(|plays| {
         let mut plays = plays.borrow_mut();
         for (k, roll) in Dice::all_rolls().into_iter().enumerate() {
             if mask >> k & 1 == 0 {
                 continue;
             }
-            plays.clear();
-            generate_positions(variant, b, roll, &mut plays);
-            // The best ending: a 2-point win, a 1-point win, a draw (rank 3, 2, 1).
-            let best = plays
-                .iter()
-                .map(|p| match play_outcome(variant, p) {
-                    Some(RelOutcome::Win { points, .. }) if points >= 2 => 3,
-                    Some(RelOutcome::Win { .. }) => 2,
-                    Some(RelOutcome::Draw) => 1,
-                    None => 0,
-                })
-                .max()
-                .unwrap_or(0);
+            let best = if variant == Variant::Plakoto && full_play_ends(variant, b, roll, top) {
+                top
+            } else {
+                plays.clear();
+                generate_positions(variant, b, roll, &mut plays);
+                plays
+                    .iter()
+                    .map(|p| ending_rank(play_outcome(variant, p)))
+                    .max()
+                    .unwrap_or(0)
+            };
             let w = if roll.is_double() { 1 } else { 2 };
             match best {
                 3 => end.win_mars += w,
@@ -511,6 +523,81 @@ fn ending_rolls_of(variant: Variant, b: &Board, mask: u32) -> EndingRolls {
         }
     });
     end
+}
+
+/// Single-die move searches [`full_play_ends`] may make for one roll before it leaves
+/// the roll to the move generator.
+const WITNESS_BUDGET: u32 = 12;
+
+/// Whether a sequence of single moves (`for_each_step`, the rules of one die) that
+/// plays every die of `roll` ends the game with ending rank `top` at its last move,
+/// found within [`WITNESS_BUDGET`] searches; `false` also when none was found in time.
+///
+/// Exact when it says yes, as a shortcut for the move generator's answer of a roll
+/// (R3): a sequence that plays every die is legal (no sequence plays more, and it
+/// never ended the game earlier), so some legal play ends the game with rank `top`,
+/// and `top` is the best rank any play can have: 3, or 1 when the mover's mother is
+/// pinned (it stays pinned through the mover's turn, so no play wins: bearing off
+/// needs it home, R5.4, and pinning the other mother is a draw, R5.5).
+fn full_play_ends(variant: Variant, b: &Board, roll: Dice, top: u8) -> bool {
+    let mut budget = WITNESS_BUDGET;
+    if roll.is_double() {
+        ends_after(variant, b, &[roll.die1(); 4], top, &mut budget)
+    } else {
+        let (h, l) = (roll.high(), roll.low());
+        ends_after(variant, b, &[l, h], top, &mut budget)
+            || ends_after(variant, b, &[h, l], top, &mut budget)
+    }
+}
+
+/// The sources (bit `i`: own point `i`) of the Plakoto moves of `die` on `b` that may
+/// end the game (a superset, so that [`ends_after`] searches only these for the last
+/// die): from `1 + die` onto the opponent's lone checker on own 1 (R5.5), any point
+/// of the home board when the 15th checker may be borne off (R7), own 24 when its
+/// last free checker may leave it while the opponent's mother is pinned (R5.5).
+#[inline]
+fn ending_sources(b: &Board, die: u8) -> u32 {
+    let pin = 1 + die as usize;
+    let mut s = 0;
+    if b.opp[1] == 1 && pin <= 24 && b.own[pin] > 0 {
+        s |= 1 << pin;
+    }
+    if b.own[OFF] + 1 >= CHECKERS {
+        s |= 0x7e;
+    }
+    if opp_mother_pinned(b) && b.own[24] == 1 {
+        s |= 1 << 24;
+    }
+    s
+}
+
+/// [`full_play_ends`] for the dice `dice` in this order.
+fn ends_after(variant: Variant, b: &Board, dice: &[u8], top: u8, budget: &mut u32) -> bool {
+    let Some((&die, rest)) = dice.split_first() else {
+        return false;
+    };
+    // The last die: only the moves that may end the game.
+    let from = if rest.is_empty() {
+        ending_sources(b, die)
+    } else {
+        u32::MAX
+    };
+    if *budget == 0 || from == 0 {
+        return false;
+    }
+    *budget -= 1;
+    let mut found = false;
+    for_each_step_from(variant, b, die, from, |next, _, o| {
+        if found {
+            return;
+        }
+        if rest.is_empty() {
+            found = o.is_some() && ending_rank(play_outcome(variant, &next)) == top;
+        } else if o.is_none() {
+            found = ends_after(variant, &next, rest, top, budget);
+        }
+    });
+    found
 }
 
 /// `p` (consistent, within the rules' bounds) moved onto the lower bounds of `end`
@@ -697,6 +784,8 @@ pub fn outcome_for_turn(pos: &Position, outcome: &Outcome) -> Probabilities {
 mod tests {
     use super::*;
     use crate::rules::position_id;
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
 
     fn board(id: &str) -> (Variant, Board) {
         let pos = position_id::from_id(id).unwrap();
@@ -862,6 +951,58 @@ mod tests {
         // Far from the end: no move generation at all.
         let (v, b) = board("portes/w/24:2,13:5,8:3,6:5/1:2,12:5,17:3,19:5");
         assert_eq!(candidates(v, &b), Candidates::default());
+    }
+
+    /// `ending_rolls_of` as it was before `full_play_ends`: every roll generated.
+    fn ending_rolls_generated(variant: Variant, b: &Board) -> EndingRolls {
+        let mut end = EndingRolls::default();
+        for roll in Dice::all_rolls() {
+            let mut plays = Vec::new();
+            generate_positions(variant, b, roll, &mut plays);
+            let best = plays.iter().map(|p| ending_rank(play_outcome(variant, p)));
+            let w = if roll.is_double() { 1 } else { 2 };
+            match best.max().unwrap_or(0) {
+                3 => end.win_mars += w,
+                2 => end.win_single += w,
+                1 => end.draw += w,
+                _ => {}
+            }
+        }
+        end
+    }
+
+    #[test]
+    fn shortcut_of_the_rolls_that_end_the_game_equals_the_generator() {
+        // R3, R5.5: the plays that end the game found by `full_play_ends` give the
+        // same rolls as generating every play, on the boards of seeded random Plakoto
+        // games and every board one play after them (each from its mover's view).
+        let v = Variant::Plakoto;
+        let mut rng = ChaCha8Rng::seed_from_u64(33);
+        let (mut boards, mut shortcut) = (0, 0);
+        for pos in crate::corpus::random_positions(v, 33, 1500) {
+            let b = Board::from_position(&pos, pos.turn);
+            let d = Dice::all_rolls()[rng.random_range(0..21)];
+            let mut next = Vec::new();
+            generate_positions(v, &b, d, &mut next);
+            for c in std::iter::once(b).chain(next.iter().map(|n| n.mirror(v))) {
+                if c.game_over_for_mover(v).is_some() {
+                    continue;
+                }
+                let want = ending_rolls_generated(v, &c);
+                assert_eq!(ending_rolls_of(v, &c, ALL_ROLLS), want, "{c:?}");
+                let top = if own_mother_pinned(&c) { 1 } else { 3 };
+                let hits = Dice::all_rolls()
+                    .into_iter()
+                    .filter(|&r| full_play_ends(v, &c, r, top))
+                    .count();
+                shortcut += hits;
+                boards += 1;
+            }
+        }
+        // The shortcut decided rolls of both kinds of ending (counted, so that the
+        // comparison is not vacuous).
+        assert!(boards > 20_000, "{boards}");
+        assert!(shortcut > 1_000, "{shortcut}");
     }
 
     #[test]

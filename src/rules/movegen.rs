@@ -166,13 +166,26 @@ pub fn for_each_step(
     variant: Variant,
     b: &Board,
     die: u8,
+    f: impl FnMut(Board, RawMove, Option<RelOutcome>),
+) {
+    for_each_step_from(variant, b, die, u32::MAX, f)
+}
+
+/// [`for_each_step`] for the moves whose source is in `from` only (bit `i`: own index
+/// `i`, 1..=24, 25 the bar): the same moves, boards and outcomes, without building the
+/// others.
+pub fn for_each_step_from(
+    variant: Variant,
+    b: &Board,
+    die: u8,
+    from: u32,
     mut f: impl FnMut(Board, RawMove, Option<RelOutcome>),
 ) {
     let unused: Vec<Board> = Vec::new();
     match variant {
-        Variant::Portes => Gen::<_, PORTES, false>::new(b, unused, None).steps(die, &mut f),
-        Variant::Plakoto => Gen::<_, PLAKOTO, false>::new(b, unused, None).steps(die, &mut f),
-        Variant::Fevga => Gen::<_, FEVGA, false>::new(b, unused, None).steps(die, &mut f),
+        Variant::Portes => Gen::<_, PORTES, false>::new(b, unused, None).steps(die, from, &mut f),
+        Variant::Plakoto => Gen::<_, PLAKOTO, false>::new(b, unused, None).steps(die, from, &mut f),
+        Variant::Fevga => Gen::<_, FEVGA, false>::new(b, unused, None).steps(die, from, &mut f),
     }
 }
 
@@ -1113,11 +1126,16 @@ impl<'a, S: Sink, const V: u8, const D: bool> Gen<'a, S, V, D> {
     }
 
     /// Every legal single move by `die` from the starting board, to `f`.
-    fn steps(&mut self, die: u8, f: &mut impl FnMut(Board, RawMove, Option<RelOutcome>)) {
+    fn steps(
+        &mut self,
+        die: u8,
+        from: u32,
+        f: &mut impl FnMut(Board, RawMove, Option<RelOutcome>),
+    ) {
         self.prepare(die);
         let root = self.root();
         let base = self.base;
-        let mut s = self.sources(&root, die);
+        let mut s = self.sources(&root, die) & from;
         while s != 0 {
             let from = high_bit(s);
             s &= !(1 << from);
