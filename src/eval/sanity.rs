@@ -82,7 +82,7 @@
 
 use super::{Evaluator, Probabilities};
 use crate::rules::board::{Board, RelOutcome, BAR, OFF};
-use crate::rules::movegen::{for_each_step_from, generate_positions, play_outcome};
+use crate::rules::movegen::{for_each_step_from, generate_positions, play_outcome, RawMove};
 use crate::rules::{Dice, Variant, CHECKERS};
 use crate::rules::{Outcome, Position};
 use std::cell::RefCell;
@@ -502,7 +502,7 @@ fn ending_rolls_of(variant: Variant, b: &Board, mask: u32) -> EndingRolls {
             if mask >> k & 1 == 0 {
                 continue;
             }
-            let best = if variant == Variant::Plakoto && full_play_ends(variant, b, roll, top) {
+            let best = if variant == Variant::Plakoto && full_play_ends(variant, b, k, roll, top) {
                 top
             } else {
                 plays.clear();
@@ -529,9 +529,20 @@ fn ending_rolls_of(variant: Variant, b: &Board, mask: u32) -> EndingRolls {
 /// the roll to the move generator.
 const WITNESS_BUDGET: u32 = 12;
 
+thread_local! {
+    /// Per roll (`Dice::all_rolls()` order), the moves of the last sequence
+    /// [`full_play_ends`] found: tried first on the next board, as the boards after a
+    /// ranking's plays often differ only in the other side's checkers.
+    static WITNESSES: RefCell<[[RawMove; 4]; 21]> = const {
+        RefCell::new([[RawMove { from: 0, to: 0, die: 0, hit: false }; 4]; 21])
+    };
+}
+
 /// Whether a sequence of single moves (`for_each_step`, the rules of one die) that
-/// plays every die of `roll` ends the game with ending rank `top` at its last move,
-/// found within [`WITNESS_BUDGET`] searches; `false` also when none was found in time.
+/// plays every die of `roll` (entry `k` of `Dice::all_rolls()`) ends the game with
+/// ending rank `top` at its last move: the last such sequence for this roll replayed,
+/// else one searched for within [`WITNESS_BUDGET`] searches; `false` also when none
+/// was found in time.
 ///
 /// Exact when it says yes, as a shortcut for the move generator's answer of a roll
 /// (R3): a sequence that plays every die is legal (no sequence plays more, and it
@@ -539,15 +550,51 @@ const WITNESS_BUDGET: u32 = 12;
 /// and `top` is the best rank any play can have: 3, or 1 when the mover's mother is
 /// pinned (it stays pinned through the mover's turn, so no play wins: bearing off
 /// needs it home, R5.4, and pinning the other mother is a draw, R5.5).
-fn full_play_ends(variant: Variant, b: &Board, roll: Dice, top: u8) -> bool {
-    let mut budget = WITNESS_BUDGET;
-    if roll.is_double() {
-        ends_after(variant, b, &[roll.die1(); 4], top, &mut budget)
-    } else {
-        let (h, l) = (roll.high(), roll.low());
-        ends_after(variant, b, &[l, h], top, &mut budget)
-            || ends_after(variant, b, &[h, l], top, &mut budget)
+fn full_play_ends(variant: Variant, b: &Board, k: usize, roll: Dice, top: u8) -> bool {
+    WITNESSES.with(|w| {
+        let path = &mut w.borrow_mut()[k];
+        let n = if roll.is_double() { 4 } else { 2 };
+        let path = &mut path[..n];
+        if path[0].die != 0 && replays(variant, b, path, top) {
+            return true;
+        }
+        let mut budget = WITNESS_BUDGET;
+        let found = if roll.is_double() {
+            ends_after(variant, b, &[roll.die1(); 4], top, &mut budget, path)
+        } else {
+            let (h, l) = (roll.high(), roll.low());
+            ends_after(variant, b, &[l, h], top, &mut budget, path)
+                || ends_after(variant, b, &[h, l], top, &mut budget, path)
+        };
+        if !found {
+            path[0].die = 0;
+        }
+        found
+    })
+}
+
+/// Whether the moves `path`, one by one as single moves, are legal on `b` and end the
+/// game with ending rank `top` at the last one only.
+fn replays(variant: Variant, b: &Board, path: &[RawMove], top: u8) -> bool {
+    let mut at = *b;
+    for (i, m) in path.iter().enumerate() {
+        let last = i + 1 == path.len();
+        let mut step = None;
+        for_each_step_from(variant, &at, m.die, 1 << m.from, |next, mv, o| {
+            let ok = mv == *m
+                && if last {
+                    o.is_some() && ending_rank(play_outcome(variant, &next)) == top
+                } else {
+                    o.is_none()
+                };
+            step = ok.then_some(next);
+        });
+        match step {
+            Some(next) => at = next,
+            None => return false,
+        }
     }
+    true
 }
 
 /// The sources (bit `i`: own point `i`) of the Plakoto moves of `die` on `b` that may
@@ -571,9 +618,18 @@ fn ending_sources(b: &Board, die: u8) -> u32 {
     s
 }
 
-/// [`full_play_ends`] for the dice `dice` in this order.
-fn ends_after(variant: Variant, b: &Board, dice: &[u8], top: u8, budget: &mut u32) -> bool {
-    let Some((&die, rest)) = dice.split_first() else {
+/// [`full_play_ends`] for the dice `dice` in this order; the moves of the sequence
+/// found go to `path` (one per die).
+fn ends_after(
+    variant: Variant,
+    b: &Board,
+    dice: &[u8],
+    top: u8,
+    budget: &mut u32,
+    path: &mut [RawMove],
+) -> bool {
+    let (Some((&die, rest)), Some((first, later))) = (dice.split_first(), path.split_first_mut())
+    else {
         return false;
     };
     // The last die: only the moves that may end the game.
@@ -587,14 +643,17 @@ fn ends_after(variant: Variant, b: &Board, dice: &[u8], top: u8, budget: &mut u3
     }
     *budget -= 1;
     let mut found = false;
-    for_each_step_from(variant, b, die, from, |next, _, o| {
+    for_each_step_from(variant, b, die, from, |next, mv, o| {
         if found {
             return;
         }
         if rest.is_empty() {
             found = o.is_some() && ending_rank(play_outcome(variant, &next)) == top;
         } else if o.is_none() {
-            found = ends_after(variant, &next, rest, top, budget);
+            found = ends_after(variant, &next, rest, top, budget, later);
+        }
+        if found {
+            *first = mv;
         }
     });
     found
@@ -991,9 +1050,8 @@ mod tests {
                 let want = ending_rolls_generated(v, &c);
                 assert_eq!(ending_rolls_of(v, &c, ALL_ROLLS), want, "{c:?}");
                 let top = if own_mother_pinned(&c) { 1 } else { 3 };
-                let hits = Dice::all_rolls()
-                    .into_iter()
-                    .filter(|&r| full_play_ends(v, &c, r, top))
+                let hits = (Dice::all_rolls().into_iter().enumerate())
+                    .filter(|&(k, r)| full_play_ends(v, &c, k, r, top))
                     .count();
                 shortcut += hits;
                 boards += 1;
