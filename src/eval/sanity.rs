@@ -82,7 +82,9 @@
 
 use super::{Evaluator, Probabilities};
 use crate::rules::board::{Board, RelOutcome, BAR, OFF};
-use crate::rules::movegen::{for_each_step_from, generate_positions, play_outcome, RawMove};
+use crate::rules::movegen::{
+    for_each_step_from, generate_positions, play_outcome, play_sequence, RawMove,
+};
 use crate::rules::{Dice, Variant, CHECKERS};
 use crate::rules::{Outcome, Position};
 use std::cell::RefCell;
@@ -575,26 +577,12 @@ fn full_play_ends(variant: Variant, b: &Board, k: usize, roll: Dice, top: u8) ->
 
 /// Whether the moves `path`, one by one as single moves, are legal on `b` and end the
 /// game with ending rank `top` at the last one only.
+#[inline]
 fn replays(variant: Variant, b: &Board, path: &[RawMove], top: u8) -> bool {
-    let mut at = *b;
-    for (i, m) in path.iter().enumerate() {
-        let last = i + 1 == path.len();
-        let mut step = None;
-        for_each_step_from(variant, &at, m.die, 1 << m.from, |next, mv, o| {
-            let ok = mv == *m
-                && if last {
-                    o.is_some() && ending_rank(play_outcome(variant, &next)) == top
-                } else {
-                    o.is_none()
-                };
-            step = ok.then_some(next);
-        });
-        match step {
-            Some(next) => at = next,
-            None => return false,
-        }
+    match play_sequence(variant, b, path) {
+        Some((next, Some(_))) => ending_rank(play_outcome(variant, &next)) == top,
+        _ => false,
     }
-    true
 }
 
 /// The sources (bit `i`: own point `i`) of the Plakoto moves of `die` on `b` that may
