@@ -59,6 +59,18 @@
 //! left, the mothers and the points that reach the opponent's mother) pay for the move
 //! generations, and then only for the rolls that could reach.
 //!
+//! In Plakoto a roll is first tried without the move generator: a sequence of single
+//! moves that plays every die and ends the game at its last move with the best result
+//! any play can have there (a 2-point win; a draw when the mover's own mother is
+//! pinned, as no play can win then) is a legal play (R3: none plays more dice), so it
+//! settles the roll exactly. The sequence found last for the roll is replayed first
+//! (the boards after the plays of one ranking share the mover's checkers), else a
+//! small search of single moves looks for one, the last die only from points whose
+//! move may end the game; a roll it does not settle is generated in full. The answer
+//! is the generator's, bit for bit (a test compares the two on 46,000 boards); a
+//! `ChoosePlay` of the load corpus whose plays leave a lone mother that many rolls pin
+//! fell from 896,780 to 322,675 instructions (docs/performance.md, "ChoosePlay").
+//!
 //! # The projection ([`project`])
 //!
 //! The evaluator's numbers are clamped to `[0, 1]` (NaN counts as 0). The mass of a
