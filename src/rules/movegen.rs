@@ -166,13 +166,46 @@ pub fn for_each_step(
     variant: Variant,
     b: &Board,
     die: u8,
+    f: impl FnMut(Board, RawMove, Option<RelOutcome>),
+) {
+    for_each_step_from(variant, b, die, u32::MAX, f)
+}
+
+/// [`for_each_step`] for the moves whose source is in `from` only (bit `i`: own index
+/// `i`, 1..=24, 25 the bar): the same moves, boards and outcomes, without building the
+/// others.
+pub fn for_each_step_from(
+    variant: Variant,
+    b: &Board,
+    die: u8,
+    from: u32,
     mut f: impl FnMut(Board, RawMove, Option<RelOutcome>),
 ) {
     let unused: Vec<Board> = Vec::new();
     match variant {
-        Variant::Portes => Gen::<_, PORTES, false>::new(b, unused, None).steps(die, &mut f),
-        Variant::Plakoto => Gen::<_, PLAKOTO, false>::new(b, unused, None).steps(die, &mut f),
-        Variant::Fevga => Gen::<_, FEVGA, false>::new(b, unused, None).steps(die, &mut f),
+        Variant::Portes => Gen::<_, PORTES, false>::new(b, unused, None).steps(die, from, &mut f),
+        Variant::Plakoto => Gen::<_, PLAKOTO, false>::new(b, unused, None).steps(die, from, &mut f),
+        Variant::Fevga => Gen::<_, FEVGA, false>::new(b, unused, None).steps(die, from, &mut f),
+    }
+}
+
+/// Plays `moves` one after another on `b` (the mover's view), each checked as
+/// [`for_each_step`] checks a single move of its die at that point of the turn (its
+/// `from` and `die` are read; `to` and `hit` follow from them): the board after the
+/// last move and the outcome that move made (R7, R5.5), or `None` when a move is not
+/// legal at its turn or the game ended before the last one. Builds no other move: a
+/// cheap way to follow one known sequence. Whether the sequence is a legal *play* is
+/// the caller's question (R3: it must play the most dice possible).
+pub fn play_sequence(
+    variant: Variant,
+    b: &Board,
+    moves: &[RawMove],
+) -> Option<(Board, Option<RelOutcome>)> {
+    let unused: Vec<Board> = Vec::new();
+    match variant {
+        Variant::Portes => Gen::<_, PORTES, false>::new(b, unused, None).sequence(moves),
+        Variant::Plakoto => Gen::<_, PLAKOTO, false>::new(b, unused, None).sequence(moves),
+        Variant::Fevga => Gen::<_, FEVGA, false>::new(b, unused, None).sequence(moves),
     }
 }
 
@@ -1113,11 +1146,41 @@ impl<'a, S: Sink, const V: u8, const D: bool> Gen<'a, S, V, D> {
     }
 
     /// Every legal single move by `die` from the starting board, to `f`.
-    fn steps(&mut self, die: u8, f: &mut impl FnMut(Board, RawMove, Option<RelOutcome>)) {
+    /// [`play_sequence`]: `moves` followed node by node as the search follows them.
+    fn sequence(&mut self, moves: &[RawMove]) -> Option<(Board, Option<RelOutcome>)> {
+        let mut node = self.root();
+        let mut board = *self.base;
+        let mut o = None;
+        for m in moves {
+            let from = m.from as usize;
+            if o.is_some() || !(1..=6).contains(&m.die) || !(1..=BAR).contains(&from) {
+                return None;
+            }
+            self.prepare(m.die);
+            if self.sources(&node, m.die) >> from & 1 == 0 {
+                return None;
+            }
+            let (c, mv) = self.child(&board, &node, from, m.die);
+            if self.breaks_rules(&c) {
+                return None;
+            }
+            o = self.outcome(&c);
+            apply_move(variant_of(V), &mut board, mv);
+            node = c;
+        }
+        Some((board, o))
+    }
+
+    fn steps(
+        &mut self,
+        die: u8,
+        from: u32,
+        f: &mut impl FnMut(Board, RawMove, Option<RelOutcome>),
+    ) {
         self.prepare(die);
         let root = self.root();
         let base = self.base;
-        let mut s = self.sources(&root, die);
+        let mut s = self.sources(&root, die) & from;
         while s != 0 {
             let from = high_bit(s);
             s &= !(1 << from);
@@ -1444,6 +1507,52 @@ fn generate_must_open(
 mod tests {
     use super::*;
     use crate::corpus::random_positions;
+
+    /// `play_sequence` and `for_each_step_from` against `for_each_step` (R3's single
+    /// moves, R5.5's end inside a turn): on boards of seeded random games of each
+    /// variant, every first move of one die and every second move of the other gives
+    /// the same board and outcome through `play_sequence`, a source mask keeps exactly
+    /// its moves, and a move from an empty point or after the game ended is refused.
+    #[test]
+    fn single_moves_followed_as_sequences() {
+        let mut pairs = 0;
+        for variant in Variant::ALL {
+            for (i, p) in random_positions(variant, 34, 300).iter().enumerate() {
+                let b = Board::from_position(p, p.turn);
+                let (d1, d2) = (1 + (i % 6) as u8, 1 + (i / 6 % 6) as u8);
+                let mut all = Vec::new();
+                for_each_step(variant, &b, d1, |nb, m, o| all.push((nb, m, o)));
+                let odd = (1..=BAR)
+                    .filter(|f| f % 2 == 1)
+                    .fold(0u32, |m, f| m | 1 << f);
+                let mut some = Vec::new();
+                for_each_step_from(variant, &b, d1, odd, |nb, m, o| some.push((nb, m, o)));
+                let want: Vec<_> = all.iter().filter(|s| s.1.from % 2 == 1).copied().collect();
+                assert_eq!(some, want, "{variant} {b:?} {d1}");
+                for &(nb, m1, o1) in &all {
+                    assert_eq!(play_sequence(variant, &b, &[m1]), Some((nb, o1)));
+                    for_each_step(variant, &nb, d2, |nb2, m2, o2| {
+                        let got = play_sequence(variant, &b, &[m1, m2]);
+                        assert_eq!(
+                            got,
+                            o1.is_none().then_some((nb2, o2)),
+                            "{b:?} {m1:?} {m2:?}"
+                        );
+                        pairs += 1;
+                    });
+                }
+                let empty = (1..=BAR).find(|&f| b.own[f] == 0).unwrap();
+                let m = RawMove {
+                    from: empty as u8,
+                    to: empty.saturating_sub(d1 as usize) as u8,
+                    die: d1,
+                    hit: false,
+                };
+                assert_eq!(play_sequence(variant, &b, &[m]), None, "{b:?} {m:?}");
+            }
+        }
+        assert!(pairs > 10_000, "{pairs}");
+    }
 
     fn fevga_boards(seed: u64, n: usize) -> Vec<Board> {
         random_positions(Variant::Fevga, seed, n)
