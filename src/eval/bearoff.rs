@@ -132,18 +132,12 @@ fn steps_of(k: Key, die: usize, out: &mut Vec<Key>) {
     }
 }
 
-/// Every position after a complete legal play of `dice` from `k` (duplicates possible
-/// for non-doubles), appended to `finals`. `a`, `b` are scratch buffers. The build
-/// uses an equivalent step table; the tests check both against the rules core.
+/// Every position after a complete legal play of `roll` from `k` (duplicates possible
+/// for non-doubles), in `finals` (cleared first). `(a, b)` are scratch buffers. The
+/// build uses an equivalent step table; the tests check both against the rules core.
 #[cfg(test)]
-fn successors(
-    k: Key,
-    d1: usize,
-    d2: usize,
-    finals: &mut Vec<Key>,
-    a: &mut Vec<Key>,
-    b: &mut Vec<Key>,
-) {
+fn successors(k: Key, roll: Dice, finals: &mut Vec<Key>, (a, b): &mut (Vec<Key>, Vec<Key>)) {
+    let (d1, d2) = (roll.die1() as usize, roll.die2() as usize);
     finals.clear();
     if d1 == d2 {
         a.clear();
@@ -695,7 +689,7 @@ mod tests {
     #[test]
     fn build_matches_brute_force_expectations() {
         let db = db();
-        let (mut finals, mut a, mut b) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut finals, mut scratch) = (Vec::new(), (Vec::new(), Vec::new()));
         for k in (0..(1u32 << 24)).step_by(4099) {
             if k == 0 || total(k) > 15 {
                 continue;
@@ -704,14 +698,7 @@ mod tests {
             let (mut e_all, mut e_first) = (1f64, 1f64);
             for roll in Dice::all_rolls() {
                 let w = if roll.is_double() { 1.0 } else { 2.0 } / 36.0;
-                successors(
-                    k,
-                    roll.die1() as usize,
-                    roll.die2() as usize,
-                    &mut finals,
-                    &mut a,
-                    &mut b,
-                );
+                successors(k, roll, &mut finals, &mut scratch);
                 let best = finals
                     .iter()
                     .map(|&s| db.mean_all[index_key(s)])
@@ -738,7 +725,7 @@ mod tests {
         let db = db();
         let _ = db;
         let mut plays: Vec<RawPlay> = Vec::new();
-        let (mut finals, mut a, mut b) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut finals, mut scratch) = (Vec::new(), (Vec::new(), Vec::new()));
         let mut keys = Vec::new();
         // Every 37th position, by building keys from indices via the bijection.
         let mut all = vec![0 as Key; POSITIONS];
@@ -766,14 +753,7 @@ mod tests {
                     .collect();
                 want.sort_unstable();
                 want.dedup();
-                successors(
-                    k,
-                    roll.die1() as usize,
-                    roll.die2() as usize,
-                    &mut finals,
-                    &mut a,
-                    &mut b,
-                );
+                successors(k, roll, &mut finals, &mut scratch);
                 finals.sort_unstable();
                 finals.dedup();
                 assert_eq!(finals, want, "key {k:x} roll {roll}");
