@@ -397,7 +397,7 @@ struct MatchArgs {
     #[arg(long)]
     match_length: Option<u32>,
     /// The match score before this game, White's points then Black's, e.g. 2-1 (with
-    /// --match-length).
+    /// --match-length; without it, 0-0).
     #[arg(long, requires = "match_length")]
     score: Option<String>,
 }
