@@ -19,12 +19,13 @@
 //! (A's, B's), and per variant.
 
 use super::simulate::play_match_with;
-use super::{mix, MatchEquityTable};
+use super::MatchEquityTable;
 use crate::eval::engine::{variant_index, Engine};
 use crate::eval::search::{Scratch, Search};
 use crate::eval::{EvalError, Probabilities};
 use crate::rules::board::Board;
 use crate::rules::{MatchState, RulesError, Side};
+use crate::train::mix;
 use crate::train::strength::Estimate;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;

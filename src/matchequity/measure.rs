@@ -13,12 +13,12 @@
 //! standard deviation of the batch means over √batches (batch means, so that the
 //! errors of the derived singles and of the stratified dice are counted right).
 
-use super::mix;
 use super::table::{Distributions, GameDistribution, VariantDistribution, DISTRIBUTIONS_FORMAT};
 use crate::eval::engine::Engine;
 use crate::eval::rollout::{rollout, Luck, RolloutConfig};
 use crate::eval::{EvalError, StopWhen};
 use crate::rules::{Position, RulesError, Side, Variant};
+use crate::train::mix;
 use std::ops::ControlFlow;
 
 /// Settings of a measurement.

@@ -34,11 +34,3 @@ pub use table::{
     match_winning_chance, After, Distributions, GameDistribution, GameEnd, MatchEquityTable,
     MetState, Starter, MAX_AWAY,
 };
-
-/// SplitMix64 of `z`: independent seeds (of a batch, of a match) from the master seed.
-fn mix(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}

@@ -15,7 +15,6 @@
 //! The simulated chance is the fraction of matches White (this side) wins; its 95 %
 //! interval is `± 1.96 √(p (1 − p) / n)`.
 
-use super::mix;
 use super::table::{GameEnd, MatchEquityTable};
 use crate::eval::engine::Engine;
 use crate::eval::rollout::MAX_TRIAL_PLIES;
@@ -27,6 +26,7 @@ use crate::rules::{
     resolve_opening_roll, Dice, MatchState, OpeningRoll, Outcome, OutcomeReason, Position,
     RulesError, Side, Variant,
 };
+use crate::train::mix;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
